@@ -1,0 +1,51 @@
+"""Where output goes: a live widget front end, static HTML, or plain text.
+
+Detected in one place, overridable with ``VIZDEBUG_RENDERER`` (``widget``, ``html``,
+``text``) or :func:`set_renderer`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+RENDERERS = ("widget", "html", "text")
+_override: str | None = None
+
+
+def set_renderer(mode: str | None) -> None:
+    """Force a renderer for this process (``None`` returns to detection)."""
+    global _override
+    if mode is not None and mode not in RENDERERS:
+        raise ValueError(f"renderer must be one of {RENDERERS} or None, got {mode!r}")
+    _override = mode
+
+
+def renderer() -> str:
+    """The renderer to use now: the override, the environment variable, or detection."""
+    if _override is not None:
+        return _override
+    env = os.environ.get("VIZDEBUG_RENDERER", "").strip().lower()
+    if env:
+        if env not in RENDERERS:
+            raise ValueError(f"VIZDEBUG_RENDERER must be one of {RENDERERS}, got {env!r}")
+        return env
+    return "widget" if in_kernel() else "html"
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (where a widget front end may be listening)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def is_tensor(obj: object) -> bool:
+    """True for a torch tensor, without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)

@@ -1,0 +1,1 @@
+"""collect layer of vizdebug (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""data layer of vizdebug (see DESIGN.md)."""

@@ -1,0 +1,38 @@
+"""The exceptions vizdebug raises for the user's mistakes.
+
+Each message names what was passed (type, shape, dtype, key or index) and what would work.
+"""
+
+from __future__ import annotations
+
+
+class VizdebugError(ValueError):
+    """A value vizdebug cannot use; the message says what was seen and what would work."""
+
+
+class VizdebugTypeError(VizdebugError, TypeError):
+    """An object of a kind vizdebug cannot use (also a ``TypeError``)."""
+
+
+class AnomalyError(RuntimeError):
+    """Raised by a watched model with ``on_anomaly="raise"`` at the first anomaly."""
+
+
+def describe(obj: object) -> str:
+    """A short description of ``obj`` for error messages: type, shape and dtype if any."""
+    name = type(obj).__module__.split(".")[0] + "." + type(obj).__qualname__
+    if type(obj).__module__ == "builtins":
+        name = type(obj).__qualname__
+    shape = getattr(obj, "shape", None)
+    dtype = getattr(obj, "dtype", None)
+    parts = [name]
+    if shape is not None:
+        try:
+            parts.append(f"shape {tuple(shape)}")
+        except TypeError:
+            pass
+    if dtype is not None:
+        parts.append(f"dtype {dtype}")
+    if isinstance(obj, (list, tuple)):
+        parts.append(f"length {len(obj)}")
+    return ", ".join(parts)

@@ -1,0 +1,1 @@
+"""views layer of vizdebug (see DESIGN.md)."""

@@ -1,0 +1,114 @@
+"""What every view shares: the mime bundle, static HTML pages and plotly.js once per page."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from .._env import renderer
+
+CSS = """
+.vd-view{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:13px;color:#222}
+.vd-view h3{font-size:15px;margin:4px 0 6px 0}
+.vd-view table.vd-table{border-collapse:collapse;font-size:12px;margin:4px 0}
+.vd-view table.vd-table th,.vd-view table.vd-table td{border-bottom:1px solid #e3e3e3;padding:2px 8px;text-align:right}
+.vd-view table.vd-table th{background:#f5f5f5;font-weight:600}
+.vd-view table.vd-table td:first-child,.vd-view table.vd-table th:first-child{text-align:left}
+.vd-view .vd-note{color:#555;font-size:12px;margin:2px 0}
+.vd-view .vd-empty{color:#666;font-style:italic;padding:12px;border:1px dashed #ccc;border-radius:4px}
+"""
+
+_plotly_sent = False
+
+
+def plotly_js(once: bool = True) -> str:
+    """A ``<script>`` with plotly.js inline, so static output works offline.
+
+    With ``once=True`` only the first call in this process returns the bundle (a notebook
+    page needs one copy); later calls return a tiny loader that waits for ``window.Plotly``.
+    """
+    global _plotly_sent
+    if once and _plotly_sent:
+        return ""
+    from plotly.offline import get_plotlyjs
+
+    _plotly_sent = _plotly_sent or once
+    return f'<script type="text/javascript">{get_plotlyjs()}</script>'
+
+
+def plotly_div(fig: Any, div_id: str) -> str:
+    """A plotly figure as a div drawn by a script that waits for plotly.js to be present."""
+    import plotly.io as pio
+
+    spec = pio.to_json(fig, validate=False)
+    return (
+        f'<div id="{div_id}" class="vd-plot"></div>'
+        f"<script>(function(){{var s={spec};function draw(){{if(window.Plotly){{"
+        f"Plotly.newPlot('{div_id}',s.data,s.layout,{{responsive:true,displaylogo:false}});}}"
+        f"else{{setTimeout(draw,50);}}}}draw();}})();</script>"
+    )
+
+
+def standalone_page(title: str, body: str, *, with_plotly: bool = False) -> str:
+    """A whole HTML document that works offline."""
+    head = plotly_js(once=False) if with_plotly else ""
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style>{head}</head>"
+        f"<body class='vd-view' style='max-width:1200px;margin:16px auto'>{body}</body></html>"
+    )
+
+
+class View:
+    """Base of every view: a live widget where a front end exists, static HTML elsewhere.
+
+    Subclasses implement ``_static_html()`` (a self-contained fragment) and, when they
+    have one, ``_build_widget()``.
+    """
+
+    title = "vizdebug view"
+    uses_plotly = False
+    _widget: Any = None
+
+    def _static_html(self) -> str:
+        raise NotImplementedError
+
+    def _build_widget(self) -> Any:
+        return None
+
+    def to_html(self) -> str:
+        """A static HTML fragment (styles included; plotly.js not included)."""
+        return f'<div class="vd-view"><style>{CSS}</style>{self._static_html()}</div>'
+
+    def save(self, path: str | Path) -> Path:
+        """Write a standalone HTML page that works offline; returns the path."""
+        path = Path(path)
+        path.write_text(
+            standalone_page(self.title, self._static_html(), with_plotly=self.uses_plotly),
+            encoding="utf-8",
+        )
+        return path
+
+    @property
+    def widget(self) -> Any:
+        """The live widget (built once)."""
+        if self._widget is None:
+            self._widget = self._build_widget()
+        return self._widget
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        mode = renderer()
+        bundle: dict[str, Any] = {"text/plain": repr(self)}
+        if mode == "text":
+            return bundle
+        static = self.to_html()
+        if self.uses_plotly:
+            static = plotly_js() + static
+        bundle["text/html"] = static
+        if mode == "widget" and self.widget is not None:
+            data = self.widget._repr_mimebundle_()
+            if isinstance(data, tuple):
+                data = data[0]
+            bundle.update({k: v for k, v in data.items() if k != "text/plain"})
+        return bundle
