@@ -5,6 +5,8 @@ Each message names what was passed (type, shape, dtype, key or index) and what w
 
 from __future__ import annotations
 
+import contextlib
+
 
 class VizdebugError(ValueError):
     """A value vizdebug cannot use; the message says what was seen and what would work."""
@@ -27,10 +29,8 @@ def describe(obj: object) -> str:
     dtype = getattr(obj, "dtype", None)
     parts = [name]
     if shape is not None:
-        try:
+        with contextlib.suppress(TypeError):
             parts.append(f"shape {tuple(shape)}")
-        except TypeError:
-            pass
     if dtype is not None:
         parts.append(f"dtype {dtype}")
     if isinstance(obj, (list, tuple)):

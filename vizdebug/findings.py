@@ -22,6 +22,7 @@ CODES: dict[str, str] = {
     "input-nonfinite": "inputs",
     "input-none": "inputs",
     "blank-images": "inputs",
+    "saturated-images": "inputs",
     "shape-inconsistent": "inputs",
     "label-imbalance": "inputs",
     "dataset-error": "inputs",

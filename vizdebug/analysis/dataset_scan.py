@@ -1,0 +1,179 @@
+"""Item-by-item scan of a dataset, so every finding can name its indices."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..data.arrays import to_numpy
+from ..data.batch import Batch, make_batch, unpack
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..findings import Finding, Findings
+from .images import infer_scaling
+from .input_checks import _fmt_indices, image_findings, image_flags_for, label_balance
+
+
+@dataclass
+class _Scan:
+    xs: dict[int, np.ndarray] = field(default_factory=dict)
+    labels: dict[int, Any] = field(default_factory=dict)
+    nones: list[int] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+    signatures: dict[int, tuple] = field(default_factory=dict)
+    was_tensor: bool = False
+
+
+def _resolve(dataset: Any) -> Any:
+    if dataset is None:
+        raise VizdebugTypeError("check_dataset got None; pass a Dataset, a DataLoader or a list")
+    inner = getattr(dataset, "dataset", None)
+    if inner is not None and hasattr(dataset, "batch_size"):
+        return inner  # a DataLoader: scan the samples it draws from
+    if isinstance(dataset, tuple) and len(dataset) == 2 and hasattr(dataset[0], "__len__"):
+        xs, ys = dataset
+        if len(xs) != len(ys):
+            raise VizdebugError(f"inputs have {len(xs)} rows but labels {len(ys)}; they must match")
+        return _Paired(xs, ys)
+    if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
+        raise VizdebugTypeError(
+            f"check_dataset needs something indexable with a length (a map-style Dataset, a "
+            f"list, an array, an (X, y) tuple or a DataLoader over one); got {describe(dataset)}"
+        )
+    return dataset
+
+
+class _Paired:
+    def __init__(self, xs: Any, ys: Any) -> None:
+        self.xs, self.ys = xs, ys
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+    def __getitem__(self, i: int) -> tuple[Any, Any]:
+        return self.xs[i], self.ys[i]
+
+
+def _indices(n: int, sample: int, seed: int) -> list[int]:
+    if sample <= 0:
+        raise VizdebugError(f"sample must be a positive number of items, got {sample}")
+    if n <= sample:
+        return list(range(n))
+    return sorted(np.random.default_rng(seed).choice(n, size=sample, replace=False).tolist())
+
+
+def _read(ds: Any, i: int, scan: _Scan) -> None:
+    try:
+        item = ds[i]
+    except Exception as exc:  # the user's __getitem__ failing is a finding, not our crash
+        scan.errors[i] = f"{type(exc).__name__}: {exc}"
+        return
+    x, y = unpack(item, what=f"dataset[{i}]") if item is not None else (None, None)
+    if x is None:
+        scan.nones.append(i)
+        return
+    if isinstance(x, (list, tuple)) and any(v is None for v in x):
+        scan.nones.append(i)
+        return
+    try:
+        arr = to_numpy(x, f"dataset[{i}]")
+    except VizdebugError as exc:
+        scan.errors[i] = str(exc)
+        return
+    scan.was_tensor |= type(x).__module__.startswith("torch")
+    scan.xs[i] = arr
+    scan.signatures[i] = (arr.shape, str(arr.dtype))
+    if y is not None:
+        scan.labels[i] = y.item() if hasattr(y, "item") and getattr(y, "ndim", 0) == 0 else y
+
+
+def scan_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
+    """See :func:`vizdebug.check_dataset`."""
+    ds = _resolve(dataset)
+    n = len(ds)
+    if n == 0:
+        raise VizdebugError("the dataset is empty (len 0): nothing to check")
+    idx = _indices(n, sample, seed)
+    scan = _Scan()
+    for i in idx:
+        _read(ds, i, scan)
+    found = _none_and_error_findings(scan, len(idx))
+    found += _shape_findings(scan)
+    found += _content_findings(scan)
+    found += label_balance(list(scan.labels.values()))
+    return Findings(found)
+
+
+def _none_and_error_findings(scan: _Scan, n: int) -> list[Finding]:
+    out = []
+    if scan.nones:
+        out.append(Finding(
+            "input-none", "error",
+            f"{len(scan.nones)} of {n} sampled items {'is' if len(scan.nones) == 1 else 'are'} None: indices {_fmt_indices(scan.nones)}",
+            where=_fmt_indices(scan.nones), evidence={"indices": scan.nones[:256]},
+            hint="__getitem__ or a transform has a path that returns nothing (a missing "
+                 "`return`, a failed file read swallowed by try/except); the default collate "
+                 "will crash on these",
+        ))
+    if scan.errors:
+        bad = sorted(scan.errors)
+        out.append(Finding(
+            "dataset-error", "error",
+            f"{len(bad)} of {n} sampled items raised or are not arrays; first, dataset[{bad[0]}]: "
+            f"{scan.errors[bad[0]][:200]}",
+            where=_fmt_indices(bad), evidence={"indices": bad[:256]},
+            hint="fix __getitem__ for these indices (corrupt files, out-of-range labels)",
+        ))
+    return out
+
+
+def _shape_findings(scan: _Scan) -> list[Finding]:
+    if not scan.signatures:
+        return []
+    counts = Counter(scan.signatures.values())
+    common, _ = counts.most_common(1)[0]
+    odd = sorted(i for i, s in scan.signatures.items() if s != common)
+    if not odd:
+        return []
+    others = sorted({f"{s[0]} {s[1]}" for s in counts if s != common})
+    return [Finding(
+        "shape-inconsistent", "warning",
+        f"{len(odd)} of {len(scan.signatures)} items differ from the usual shape/dtype "
+        f"{common[0]} {common[1]}: {', '.join(others[:5])}; indices {_fmt_indices(odd)}",
+        where=_fmt_indices(odd), evidence={"indices": odd[:256], "usual": str(common)},
+        hint="a transform that is skipped for some items (e.g. Resize only on a branch), mixed "
+             "grey/RGB files (convert('RGB')), or float64 from numpy beside float32 tensors",
+    )]
+
+
+def _content_findings(scan: _Scan) -> list[Finding]:
+    """Image checks (NaN, blank, scale, layout) on the items of the usual shape."""
+    if not scan.signatures:
+        return []
+    common = Counter(scan.signatures.values()).most_common(1)[0][0]
+    keep = [i for i, s in scan.signatures.items() if s == common]
+    stacked = np.stack([scan.xs[i] for i in keep])
+    if stacked.ndim == 2 or stacked.dtype.kind not in "biuf":
+        return _table_nonfinite(stacked, keep)
+    try:
+        canon = make_batch(stacked, layout="auto")
+    except VizdebugError:
+        return _table_nonfinite(stacked.reshape(len(keep), -1), keep)
+    canon = Batch(kind="image", items=canon.items, images=canon.images, layout=canon.layout,
+                  was_tensor=scan.was_tensor, indices=keep)
+    scaling = infer_scaling(canon.images)
+    return image_findings(canon, image_flags_for(canon, scaling), scaling)
+
+
+def _table_nonfinite(values: np.ndarray, keep: list[int]) -> list[Finding]:
+    if values.dtype.kind != "f":
+        return []
+    bad = [keep[k] for k in np.flatnonzero(~np.isfinite(values.reshape(len(keep), -1)).all(1))]
+    if not bad:
+        return []
+    return [Finding("input-nonfinite", "error",
+                    f"{len(bad)} of {len(keep)} items hold NaN/Inf: indices {_fmt_indices(bad)}",
+                    where=_fmt_indices(bad), evidence={"indices": bad[:256]},
+                    hint="impute or drop missing values, or fix the transform that divides by 0")]

@@ -1,0 +1,218 @@
+"""Checks on what the model receives: batches and datasets, as Findings.
+
+``check_batch`` looks at one batch; ``check_dataset`` samples a dataset item by item so
+that it can name the offending indices (None, NaN, odd shapes, labels out of balance).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..data.batch import Batch, make_batch, unpack
+from ..findings import Finding, Findings
+from .images import NOT_NORMALIZED_ABS, Scaling, abs_p99, image_flags, infer_scaling, to_display
+
+IMBALANCE_WARN = 10.0  # largest / smallest class count
+IMBALANCE_INFO = 3.0
+SAME_LABEL_MIN_BATCH = 16
+
+
+def _fmt_indices(idx: Sequence[int], limit: int = 12) -> str:
+    shown = ", ".join(str(i) for i in idx[:limit])
+    return shown + (f", ... ({len(idx)} in all)" if len(idx) > limit else "")
+
+
+def check_batch(batch: Any, *, mean=None, std=None, layout: str = "auto") -> Findings:
+    """Check one batch as the model receives it: layout, scale, NaN, None, blank images.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_batch(np.zeros((8, 1, 8, 8))).codes
+    ['blank-images']
+    """
+    x, y = unpack(batch)
+    canon = make_batch(x, y, layout=layout)
+    if canon.kind == "table":
+        return Findings(table_findings(canon))
+    scaling = infer_scaling(canon.images, mean, std) if canon.images is not None else None
+    flags = image_flags_for(canon, scaling, mean, std)
+    return Findings(image_findings(canon, flags, scaling))
+
+
+def image_flags_for(canon: Batch, scaling: Scaling | None, mean=None, std=None) -> list[list[str]]:
+    """Flags for every item of an image batch (``["none"]`` for a missing sample)."""
+    out = []
+    for item in canon.items:
+        if item is None:
+            out.append(["none"])
+            continue
+        sc = scaling or infer_scaling(item[None], mean, std)
+        out.append(image_flags(item, to_display(item, sc), sc))
+    return out
+
+
+def image_findings(canon: Batch, flags: list[list[str]], scaling: Scaling | None) -> list[Finding]:
+    """Findings for an image batch whose per-item flags are already known."""
+    n = len(canon.items)
+    found: list[Finding] = []
+    found += _flag_finding(canon, flags, "none", n)
+    found += _flag_finding(canon, flags, "non-finite", n)
+    found += _flag_finding(canon, flags, "blank", n)
+    found += _flag_finding(canon, flags, "saturated", n)
+    found += _layout_findings(canon)
+    if canon.images is not None:
+        found += _scale_findings(canon)
+    found += _same_label_finding(canon.labels)
+    if canon.notes:
+        found.append(Finding("shape-inconsistent", "info", "; ".join(canon.notes),
+                             hint="a model needs one input shape: resize or pad in the transform"))
+    return found
+
+
+_FLAG_TEXT = {
+    "none": ("input-none", "error", "is None", "are None",
+             "a Dataset.__getitem__ or transform returned None (a branch without `return`); "
+             "vd.check_dataset(dataset) scans for every such index"),
+    "non-finite": ("input-nonfinite", "error", "contains NaN/Inf", "contain NaN/Inf",
+                   "a division by a zero std in normalisation, log of 0, or corrupt files; "
+                   "find the samples with vd.check_dataset and fix the transform"),
+    "blank": ("blank-images", "warning", "is blank (near-constant)", "are blank (near-constant)",
+              "an augmentation left nothing to see: a random crop or erasing that cut the "
+              "object out, or a brightness/contrast jitter that is too strong; narrow its range"),
+    "saturated": ("saturated-images", "warning", "is saturated (over half the pixels at the "
+                  "top of the range)", "are saturated (over half the pixels at the top of the "
+                  "range)", "values were clipped: a brightness jitter too strong, or data "
+                  "already in 0-255 scaled again; check the transform order"),
+}
+
+
+def _flag_finding(canon: Batch, flags: list[list[str]], flag: str, n: int) -> list[Finding]:
+    hit = [canon.index_of(k) for k, f in enumerate(flags) if flag in f]
+    if not hit:
+        return []
+    code, severity, one, many, hint = _FLAG_TEXT[flag]
+    verb = one if len(hit) == 1 else many
+    msg = f"{len(hit)} of {n} images {verb}: indices {_fmt_indices(hit)}"
+    return [Finding(code, severity, msg, where=_fmt_indices(hit),
+                    evidence={"indices": hit[:256], "count": len(hit), "of": n}, hint=hint)]
+
+
+def _layout_findings(canon: Batch) -> list[Finding]:
+    if canon.layout != "NHWC":
+        return []
+    shape = tuple(canon.images.shape[i] for i in (0, 2, 3, 1))
+    severity = "warning" if canon.was_tensor else "info"
+    who = "a torch tensor" if canon.was_tensor else "an array"
+    return [Finding(
+        "layout-channels-last", severity,
+        f"{who} of shape {shape} has its {shape[3]} channels on the last axis (NHWC); "
+        f"PyTorch convolutions read axis 1 ({shape[1]}) as channels",
+        evidence={"shape": list(shape)},
+        hint="convert with x.permute(0, 3, 1, 2) (or ToTensor(), which does it) before the model",
+    )]
+
+
+def _scale_findings(canon: Batch) -> list[Finding]:
+    x = canon.images
+    if x.dtype.kind in "biu" and x.dtype != np.bool_:
+        severity = "warning" if canon.was_tensor else "info"
+        return [Finding(
+            "input-not-normalized", severity,
+            f"inputs are integers (dtype {x.dtype}, range {x.min()}..{x.max()})",
+            evidence={"dtype": str(x.dtype)},
+            hint="convert to float and scale: x.float() / 255, then Normalize(mean, std)",
+        )]
+    if x.dtype.kind != "f":
+        return []
+    p99 = abs_p99(x)
+    if p99 <= NOT_NORMALIZED_ABS:
+        return []
+    finite = x[np.isfinite(x)]
+    return [Finding(
+        "input-not-normalized", "warning",
+        f"inputs are not normalised: values {finite.min():.4g}..{finite.max():.4g}, mean "
+        f"{finite.mean():.4g}, std {finite.std():.4g} (99% of |x| below {p99:.4g}; networks "
+        "train best with inputs around 0 and unit scale)",
+        evidence={"abs_p99": p99, "min": float(finite.min()), "max": float(finite.max())},
+        hint="divide by the data's maximum (e.g. 255) or standardise with the training mean/std "
+             "(transforms.Normalize); a Normalize that was dropped from the pipeline does this",
+    )]
+
+
+def _same_label_finding(labels: list | None) -> list[Finding]:
+    if not labels or len(labels) < SAME_LABEL_MIN_BATCH:
+        return []
+    counts = Counter(map(_label_key, labels))
+    label, top = counts.most_common(1)[0]
+    if top != len(labels):
+        return []
+    return [Finding(
+        "label-imbalance", "warning",
+        f"all {len(labels)} labels in this batch are {label!r}",
+        evidence={"label": str(label), "count": top},
+        hint="the loader does not shuffle data sorted by class: pass shuffle=True to the "
+             "training DataLoader (or a sampler that mixes classes)",
+    )]
+
+
+def _label_key(v: Any) -> Any:
+    return v if isinstance(v, (int, str, bool)) else str(v)
+
+
+def table_findings(canon: Batch) -> list[Finding]:
+    """Non-finite values per column of a tabular batch."""
+    frame = canon.table
+    numeric = frame.select_dtypes("number")
+    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    bad_cols = [str(c) for c, n in zip(numeric.columns, (~np.isfinite(values)).sum(0)) if n]
+    if not bad_cols:
+        return _same_label_finding(canon.labels)
+    rows = np.flatnonzero((~np.isfinite(values)).any(1)).tolist()
+    return [Finding(
+        "input-nonfinite", "error",
+        f"{len(rows)} of {len(frame)} rows hold NaN/Inf, in columns {', '.join(bad_cols[:10])}",
+        where=_fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
+        hint="impute or drop missing values before the model (SimpleImputer, dropna)",
+    ), *_same_label_finding(canon.labels)]
+
+
+def check_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
+    """Scan up to ``sample`` items of a dataset, naming the indices of every problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = [(np.random.rand(1, 8, 8), 0), (None, 1)]
+    >>> check_dataset(data).codes
+    ['input-none']
+    """
+    from .dataset_scan import scan_dataset
+
+    return scan_dataset(dataset, sample=sample, seed=seed)
+
+
+def label_balance(labels: list[Any]) -> list[Finding]:
+    """``label-imbalance`` when the largest class outnumbers the smallest by 3x (info) or 10x."""
+    if not labels:
+        return []
+    counts = Counter(map(_label_key, labels))
+    if len(counts) < 2 or len(counts) > 1000:
+        return []
+    (big, n_big), (small, n_small) = counts.most_common()[0], counts.most_common()[-1]
+    ratio = n_big / n_small
+    if ratio < IMBALANCE_INFO:
+        return []
+    severity = "warning" if ratio >= IMBALANCE_WARN else "info"
+    return [Finding(
+        "label-imbalance", severity,
+        f"classes are imbalanced: {big!r} has {n_big} samples, {small!r} only {n_small} "
+        f"({ratio:.1f}x) among {len(labels)} sampled",
+        evidence={"counts": {str(k): v for k, v in counts.most_common(50)}, "ratio": ratio},
+        hint="accuracy will flatter the model: report balanced accuracy / per-class recall, "
+             "and consider class weights or a WeightedRandomSampler",
+    )]

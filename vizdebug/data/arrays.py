@@ -1,0 +1,131 @@
+"""Turn whatever the user holds (tensor, ndarray, PIL image, list) into numpy arrays.
+
+Torch is never imported here: a tensor is recognised through ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._env import is_tensor
+from ..errors import VizdebugError, VizdebugTypeError, describe
+
+
+def is_pil(obj: object) -> bool:
+    return type(obj).__module__.startswith("PIL.") and hasattr(obj, "mode")
+
+
+def is_arraylike(obj: object) -> bool:
+    """True for objects that are one array (not a container of samples)."""
+    return isinstance(obj, np.ndarray) or is_tensor(obj) or is_pil(obj)
+
+
+def tensor_to_numpy(t: Any) -> np.ndarray:
+    """A CPU numpy copy of a torch tensor (bfloat16 and other numpy-less dtypes widened)."""
+    t = t.detach()
+    if t.is_complex():
+        raise VizdebugTypeError(f"got a complex tensor ({describe(t)}); images are real-valued")
+    try:
+        return t.cpu().numpy()
+    except TypeError:  # bfloat16, float8 and friends have no numpy dtype
+        return t.float().cpu().numpy()
+
+
+def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
+    """``obj`` as a numeric numpy array, or a clear error naming ``what`` it was.
+
+    Examples
+    --------
+    >>> to_numpy([[0, 1], [2, 3]]).shape
+    (2, 2)
+    """
+    if obj is None:
+        raise VizdebugTypeError(
+            f"{what} is None. A Dataset's __getitem__ or a transform probably returned None "
+            "(a branch without `return`); vd.check_dataset(dataset) names the indices."
+        )
+    if isinstance(obj, (str, bytes)):
+        raise VizdebugTypeError(
+            f"{what} is a {type(obj).__name__} ({str(obj)[:40]!r}), not image data; pass arrays, "
+            "tensors or PIL images (file paths are not loaded: open them with PIL first)."
+        )
+    if is_tensor(obj):
+        arr = tensor_to_numpy(obj)
+    elif is_pil(obj):
+        arr = _pil_to_numpy(obj)
+    elif isinstance(obj, np.ndarray):
+        arr = obj
+    elif isinstance(obj, (list, tuple)):
+        arr = _sequence_to_numpy(obj, what)
+    elif np.isscalar(obj):
+        arr = np.asarray(obj)
+    else:
+        raise VizdebugTypeError(
+            f"{what} is a {describe(obj)}; vizdebug understands torch tensors, numpy arrays, "
+            "PIL images, pandas DataFrames and lists of those."
+        )
+    return check_numeric(arr, what)
+
+
+def _pil_to_numpy(img: Any) -> np.ndarray:
+    if img.mode not in ("L", "RGB", "RGBA", "1", "I", "F", "I;16"):
+        img = img.convert("RGBA" if "A" in img.mode or img.mode == "P" else "RGB")
+    return np.asarray(img)
+
+
+def _sequence_to_numpy(seq: list | tuple, what: str) -> np.ndarray:
+    if len(seq) == 0:
+        raise VizdebugError(f"{what} is an empty {type(seq).__name__}: there is nothing to show")
+    for i, item in enumerate(seq):
+        if item is None:
+            raise VizdebugTypeError(
+                f"{what}[{i}] is None. A Dataset's __getitem__ or a transform probably returned "
+                "None; vd.check_dataset(dataset) names every such index."
+            )
+        if isinstance(item, (str, bytes)):
+            raise VizdebugTypeError(f"{what}[{i}] is a string ({item[:40]!r}), not a number")
+    parts = [to_numpy(s, f"{what}[{i}]") if not np.isscalar(s) else np.asarray(s)
+             for i, s in enumerate(seq)]
+    shapes = {p.shape for p in parts}
+    if len(shapes) > 1:
+        raise VizdebugError(
+            f"{what} is ragged: its items have shapes {sorted(shapes)[:4]}; pass a list of "
+            "images (each drawn on its own) or pad/resize them to one shape."
+        )
+    return np.stack(parts)
+
+
+def check_numeric(arr: np.ndarray, what: str) -> np.ndarray:
+    """Reject dtypes that cannot be pictures, with the dtype and the fix in the message."""
+    kind = arr.dtype.kind
+    if kind in "biuf":
+        return arr
+    if kind in "US":
+        raise VizdebugTypeError(
+            f"{what} holds strings (dtype {arr.dtype}, shape {arr.shape}); images must be "
+            "numeric. Convert with np.asarray(x, dtype=float) if they are numbers in text."
+        )
+    if kind == "c":
+        raise VizdebugTypeError(f"{what} is complex (dtype {arr.dtype}); images are real-valued")
+    if kind == "O":
+        return _object_array(arr, what)
+    raise VizdebugTypeError(f"{what} has dtype {arr.dtype}, which is not numeric")
+
+
+def _object_array(arr: np.ndarray, what: str) -> np.ndarray:
+    flat = arr.ravel()
+    nones = [i for i, v in enumerate(flat) if v is None]
+    if nones:
+        raise VizdebugTypeError(
+            f"{what} (dtype object, shape {arr.shape}) contains None at flat positions "
+            f"{nones[:10]}; a Dataset or transform returned None somewhere."
+        )
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        kinds = sorted({type(v).__name__ for v in flat[:1000]})
+        raise VizdebugTypeError(
+            f"{what} has dtype object mixing {kinds}; images must be numeric ({exc})"
+        ) from None

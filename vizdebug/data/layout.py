@@ -1,0 +1,113 @@
+"""Infer the layout of an image array and bring it to N x C x H x W.
+
+Layouts: NCHW, NHWC, NHW, CHW, HWC, HW. Channels are 1, 3 or 4. When a 4-D shape is
+ambiguous (both axis 1 and axis 3 could be channels, e.g. 3 x 3 x 3 images) the
+PyTorch convention NCHW wins, and the view says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import VizdebugError
+
+LAYOUTS = ("NCHW", "NHWC", "NHW", "CHW", "HWC", "HW")
+CHANNELS = (1, 3, 4)
+MAX_CHANNELS_HINT = "images have 1 (grey), 3 (RGB) or 4 (RGBA) channels"
+
+
+@dataclass(frozen=True)
+class LayoutGuess:
+    """The layout found and how sure we are."""
+
+    layout: str
+    ambiguous: bool = False
+    reason: str = ""
+
+
+def _is_ch(n: int) -> bool:
+    return n in CHANNELS
+
+
+def infer_layout(shape: tuple[int, ...]) -> LayoutGuess:
+    """Guess the layout of an array of ``shape`` holding images.
+
+    Examples
+    --------
+    >>> infer_layout((64, 3, 32, 32)).layout
+    'NCHW'
+    >>> infer_layout((64, 32, 32, 3)).layout
+    'NHWC'
+    >>> infer_layout((64, 8, 8)).layout
+    'NHW'
+    """
+    ndim = len(shape)
+    if ndim == 4:
+        return _infer_4d(shape)
+    if ndim == 3:
+        return _infer_3d(shape)
+    if ndim == 2:
+        return LayoutGuess("HW")
+    if ndim > 4:
+        raise VizdebugError(
+            f"got a {ndim}-D array of shape {tuple(shape)}; show_batch draws images of up to 4 "
+            "dimensions (N, C, H, W). For video or volumes pick one frame or slice first, "
+            "e.g. x[:, :, t] or x[..., z]."
+        )
+    raise VizdebugError(
+        f"got a {ndim}-D array of shape {tuple(shape)}: that is not an image; pass an array of "
+        "shape (N, C, H, W), (N, H, W, C), (N, H, W), (C, H, W), (H, W, C) or (H, W)."
+    )
+
+
+def _infer_4d(shape: tuple[int, ...]) -> LayoutGuess:
+    _, a, _, c = shape
+    if _is_ch(a) and _is_ch(c):
+        return LayoutGuess("NCHW", True, f"axes 1 and 3 both have {a}/{c} entries; assumed NCHW")
+    if _is_ch(a):
+        return LayoutGuess("NCHW")
+    if _is_ch(c):
+        return LayoutGuess("NHWC", reason="channels on the last axis")
+    raise VizdebugError(
+        f"cannot find the channel axis in shape {tuple(shape)}: neither axis 1 ({a}) nor axis 3 "
+        f"({c}) is 1, 3 or 4 ({MAX_CHANNELS_HINT}). Feature maps with many channels: pick "
+        "channels first, e.g. x[:, :3], or pass layout='NHW' after reshaping."
+    )
+
+
+def _infer_3d(shape: tuple[int, ...]) -> LayoutGuess:
+    a, b, c = shape
+    if _is_ch(a) and not _is_ch(b) and b > 4 and c > 4:
+        return LayoutGuess("CHW", reason="one image, channels first")
+    if _is_ch(c) and not _is_ch(a) and a > 4 and b > 4:
+        return LayoutGuess("HWC", reason="one image, channels last")
+    return LayoutGuess("NHW")
+
+
+def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
+    """Return a view of ``x`` as N x C x H x W (no copy where numpy allows)."""
+    if layout not in LAYOUTS:
+        raise VizdebugError(f"layout must be one of {LAYOUTS} or 'auto', got {layout!r}")
+    need = {"NCHW": 4, "NHWC": 4, "NHW": 3, "CHW": 3, "HWC": 3, "HW": 2}[layout]
+    if x.ndim != need:
+        raise VizdebugError(
+            f"layout={layout!r} needs a {need}-D array, got shape {tuple(x.shape)}"
+        )
+    out = {
+        "NCHW": lambda a: a,
+        "NHWC": lambda a: a.transpose(0, 3, 1, 2),
+        "NHW": lambda a: a[:, None],
+        "CHW": lambda a: a[None],
+        "HWC": lambda a: a.transpose(2, 0, 1)[None],
+        "HW": lambda a: a[None, None],
+    }[layout](x)
+    if out.shape[1] not in CHANNELS:
+        raise VizdebugError(
+            f"layout={layout!r} on shape {tuple(x.shape)} gives {out.shape[1]} channels; "
+            f"{MAX_CHANNELS_HINT}"
+        )
+    if 0 in out.shape:
+        raise VizdebugError(f"the image array of shape {tuple(x.shape)} is empty")
+    return out

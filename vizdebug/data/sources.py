@@ -1,0 +1,250 @@
+"""Pages of a batch source: a DataLoader, a Dataset, an iterable of batches, or one batch.
+
+Each source yields canonical :class:`~vizdebug.data.batch.Batch` pages of at most ``n``
+items; loading errors from the user's pipeline come back as clear errors that keep the
+original exception chained.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from .arrays import is_arraylike, is_pil
+from .batch import Batch, make_batch, unpack
+from .layout import infer_layout
+
+MAX_PER_PAGE = 256
+DEFAULT_PER_PAGE = 64
+
+
+def _is_dataloader(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.utils.data.DataLoader)
+
+
+def _is_map_dataset(obj: Any) -> bool:
+    if isinstance(obj, (list, tuple, np.ndarray, str, bytes, Mapping)) or is_arraylike(obj):
+        return False
+    if type(obj).__name__ == "DataFrame":
+        return False
+    return hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
+
+
+class PageSource:
+    """Hands out pages one at a time; ``exhausted`` once the source has no more."""
+
+    description = "batch"
+
+    def __init__(self, n: int | None, layout: str) -> None:
+        self.n = check_n(n)
+        self.layout = layout
+        self.exhausted = False
+        self.pages_read = 0
+
+    def next_page(self) -> Batch | None:
+        raise NotImplementedError
+
+
+def check_n(n: int | None) -> int | None:
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise VizdebugTypeError(f"n must be a whole number of images per page, got {n!r}")
+    if not 1 <= n <= MAX_PER_PAGE:
+        raise VizdebugError(
+            f"n={n}: a page shows 1 to {MAX_PER_PAGE} images; page through the rest with next()"
+        )
+    return int(n)
+
+
+class SlicedSource(PageSource):
+    """One batch (arrays, tensors, (x, y), dict, list of images) cut into pages of n."""
+
+    def __init__(self, x: Any, y: Any, n: int | None, layout: str, description: str) -> None:
+        super().__init__(n, layout)
+        self.x, self.y, self.description = x, y, description
+        self.total = _length(x)
+        self.start = 0
+
+    def next_page(self) -> Batch | None:
+        if self.start >= self.total:
+            self.exhausted = True
+            return None
+        per = self.n or DEFAULT_PER_PAGE
+        stop = min(self.start + per, self.total)
+        batch = make_batch(_take(self.x, self.start, stop), _take(self.y, self.start, stop),
+                           layout=self.layout)
+        batch.indices = list(range(self.start, stop))
+        self.start = stop
+        self.exhausted = self.start >= self.total
+        self.pages_read += 1
+        return batch
+
+
+def _length(x: Any) -> int:
+    if type(x).__name__ == "DataFrame":
+        return len(x)
+    shape = getattr(x, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) else 1
+    return len(x)
+
+
+def _take(x: Any, start: int, stop: int) -> Any:
+    if x is None:
+        return None
+    if type(x).__name__ == "DataFrame":
+        return x.iloc[start:stop]
+    return x[start:stop]
+
+
+def _is_single_image(x: Any, layout: str) -> bool:
+    if is_pil(x):
+        return True
+    if not is_arraylike(x):
+        return False
+    shape = tuple(x.shape)
+    if layout in ("CHW", "HWC", "HW"):
+        return True
+    if layout != "auto":
+        return False
+    if len(shape) == 2:
+        return str(getattr(x, "dtype", "")).replace("torch.", "") in ("uint8", "bool")
+    return len(shape) == 3 and infer_layout(shape).layout in ("CHW", "HWC")
+
+
+class IterSource(PageSource):
+    """Batches drawn one by one from a DataLoader or any iterable of batches."""
+
+    def __init__(self, iterable: Any, n: int | None, layout: str, description: str) -> None:
+        super().__init__(n, layout)
+        self.iterable, self.description = iterable, description
+        self._it: Iterator | None = None
+
+    def next_page(self) -> Batch | None:
+        if self._it is None:
+            self._it = iter(self.iterable)
+        try:
+            raw = next(self._it)
+        except StopIteration:
+            self.exhausted = True
+            return None
+        except Exception as exc:
+            raise _loading_error(exc, self.pages_read, self.description) from exc
+        x, y = unpack(raw, what=f"batch {self.pages_read}")
+        per = self.n or min(_length(x), DEFAULT_PER_PAGE)
+        batch = make_batch(_take(x, 0, per), _take(y, 0, per), layout=self.layout,
+                           what=f"batch {self.pages_read}")
+        if _length(x) > per:
+            batch.notes.append(f"showing {per} of the batch's {_length(x)} items")
+        self.pages_read += 1
+        return batch
+
+
+def _loading_error(exc: Exception, k: int, description: str) -> VizdebugError:
+    text = f"{type(exc).__name__}: {exc}"
+    hint = ""
+    if "NoneType" in text:
+        hint = (" A sample is None: a Dataset.__getitem__ or transform returned nothing. "
+                "vd.check_dataset(loader.dataset) names the indices.")
+    return VizdebugError(f"loading batch {k} from the {description} failed with {text[:300]}.{hint}")
+
+
+class DatasetSource(PageSource):
+    """A map-style Dataset read item by item, so a None sample shows as a flagged cell."""
+
+    def __init__(self, dataset: Any, n: int | None, layout: str) -> None:
+        super().__init__(n, layout)
+        self.dataset = dataset
+        self.description = f"{type(dataset).__name__} of {len(dataset)} items"
+        self.start = 0
+
+    def next_page(self) -> Batch | None:
+        total = len(self.dataset)
+        if self.start >= total:
+            self.exhausted = True
+            return None
+        stop = min(self.start + (self.n or DEFAULT_PER_PAGE), total)
+        xs, ys = [], []
+        for i in range(self.start, stop):
+            x, y = self._item(i)
+            xs.append(x)
+            ys.append(y)
+        labels = None if all(y is None for y in ys) else [("None" if y is None else y) for y in ys]
+        batch = make_batch(xs, labels, layout=self.layout, what="dataset page")
+        batch.indices = list(range(self.start, stop))
+        self.start = stop
+        self.exhausted = stop >= total
+        self.pages_read += 1
+        return batch
+
+    def _item(self, i: int) -> tuple[Any, Any]:
+        try:
+            item = self.dataset[i]
+        except Exception as exc:
+            raise VizdebugError(
+                f"dataset[{i}] raised {type(exc).__name__}: {str(exc)[:300]}; "
+                "vd.check_dataset(dataset) lists every failing index"
+            ) from exc
+        return (None, None) if item is None else unpack(item, what=f"dataset[{i}]")
+
+
+def page_source(source: Any, n: int | None = None, layout: str = "auto") -> PageSource:
+    """The right :class:`PageSource` for whatever ``source`` is."""
+    if source is None:
+        raise VizdebugTypeError(
+            "show_batch got None; pass a DataLoader, a Dataset, a batch (tensor, ndarray, "
+            "(x, y) tuple or dict) or a list of images"
+        )
+    if isinstance(source, (str, bytes)):
+        raise VizdebugTypeError(
+            f"show_batch got a string ({str(source)[:60]!r}); pass image data, not a path "
+            "(open files with PIL.Image.open first)"
+        )
+    if _is_dataloader(source):
+        return IterSource(source, n, layout, "DataLoader")
+    if _is_map_dataset(source):
+        return DatasetSource(source, n, layout)
+    if isinstance(source, (list, tuple)) and _is_list_of_batches(source):
+        return IterSource(source, n, layout, f"list of {len(source)} batches")
+    if isinstance(source, (Mapping, tuple, list)) or is_arraylike(source) \
+            or type(source).__name__ == "DataFrame":
+        return _sliced(source, n, layout)
+    if hasattr(source, "__iter__") or hasattr(source, "__next__"):
+        return IterSource(source, n, layout, type(source).__name__)
+    raise VizdebugTypeError(
+        f"show_batch cannot read a {describe(source)}; pass a DataLoader, a Dataset, an "
+        "iterable of batches, a tensor/ndarray, an (x, y) tuple, a dict batch or a list of images"
+    )
+
+
+def _sliced(source: Any, n: int | None, layout: str) -> SlicedSource:
+    if isinstance(source, (list, tuple)) and source and all(
+        isinstance(s, (tuple, Mapping)) for s in source
+    ):
+        pairs = [unpack(s, what=f"item {i}") for i, s in enumerate(source)]
+        xs = [p[0] for p in pairs]
+        ys = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
+        return SlicedSource(xs, ys, n, layout, f"list of {len(source)} samples")
+    x, y = unpack(source)
+    if _is_single_image(x, layout):
+        x, y = [x], (None if y is None else [y])
+    if isinstance(x, (list, tuple)) and not x:
+        raise VizdebugError("show_batch got an empty list: there is nothing to show")
+    return SlicedSource(x, y, n, layout, describe(x))
+
+
+def _is_list_of_batches(seq: list | tuple) -> bool:
+    """True for a list of (x, y)/dict batches whose inputs hold many images each."""
+    if not seq or not all(isinstance(s, (tuple, list, Mapping)) for s in seq):
+        return False
+    if isinstance(seq, tuple) and len(seq) == 2 and is_arraylike(seq[0]):
+        return False  # an (x, y) pair
+    first = unpack(seq[0])[0] if not isinstance(seq[0], list) else seq[0]
+    shape = getattr(first, "shape", None)
+    return shape is not None and len(shape) == 4

@@ -1,0 +1,69 @@
+"""``report``: one standalone HTML file that works offline (plotly.js embedded once)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import VizdebugTypeError, describe
+from .findings import Finding, Findings, findings_html
+from .views._base import CSS, plotly_js
+
+
+def _parts(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)) and not isinstance(obj, Findings):
+        return [p for item in obj for p in _parts(item)]
+    return [obj]
+
+
+def _section(part: Any) -> tuple[str, bool]:
+    """(HTML, needs plotly) for one part of the report."""
+    if isinstance(part, Findings) or (isinstance(part, list) and all(isinstance(f, Finding) for f in part)):
+        return f"<section><h2>Findings</h2>{findings_html(part)}</section>", False
+    to_html = getattr(part, "to_html", None)
+    if to_html is None:
+        raise VizdebugTypeError(
+            f"report() cannot include a {describe(part)}; pass a Session, a Run, a view "
+            "(show_batch, compare_distributions, ...), Findings, or a list of those"
+        )
+    title = html.escape(str(getattr(part, "title", "") or type(part).__name__))
+    return (f"<section><h2>{title}</h2>{to_html()}</section>",
+            bool(getattr(part, "uses_plotly", False)))
+
+
+def report(session_or_run: Any, path: str | Path, *, title: str = "vizdebug report") -> Path:
+    """Write one standalone HTML file with the views and findings of ``session_or_run``.
+
+    ``session_or_run`` may be a Session, a Run, any view, Findings, or a list of those.
+    The file needs no network: plotly.js is embedded once when a part uses it.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> from vizdebug import show_batch
+    >>> out = report(show_batch(np.random.rand(4, 1, 8, 8)), os.path.join(tempfile.mkdtemp(), "r.html"))
+    >>> out.exists()
+    True
+    """
+    path = Path(path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise VizdebugTypeError(f"report path should end in .html, got {str(path)!r}")
+    sections = [_section(p) for p in _parts(session_or_run)]
+    body = "".join(s for s, _ in sections)
+    head_js = plotly_js(once=False) if any(p for _, p in sections) else ""
+    stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    page = (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{CSS}"
+        "body{max-width:1280px;margin:18px auto;padding:0 12px}"
+        "section{margin:18px 0 28px 0;border-top:1px solid #ddd;padding-top:6px}"
+        "h1{font-size:20px}h2{font-size:16px;color:#333}</style>"
+        f"{head_js}</head><body class='vd-view'><h1>{html.escape(title)}</h1>"
+        f"<p class='vd-note'>written by vizdebug on {stamp}</p>{body}</body></html>"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -1,0 +1,59 @@
+"""Display-scale arrays to small encoded pictures (data URIs) for HTML grids."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+
+NONFINITE_RGB = (255, 0, 255)  # magenta marks NaN/Inf pixels: never a colour of real data
+
+
+def cell_size(n: int) -> int:
+    """Pixel size of one grid cell for a page of ``n`` images."""
+    if n <= 16:
+        return 128
+    if n <= 64:
+        return 96
+    return 72 if n <= 128 else 56
+
+
+def to_uint8_hwc(display: np.ndarray) -> np.ndarray:
+    """C x H x W in [0, 1] (NaN for non-finite) to H x W x C uint8, NaN painted magenta."""
+    bad = np.isnan(display).any(axis=0)
+    img = np.nan_to_num(display, nan=0.0)
+    out = (np.clip(img, 0, 1) * 255 + 0.5).astype(np.uint8).transpose(1, 2, 0)
+    if bad.any():
+        if out.shape[2] == 1:
+            out = np.repeat(out, 3, axis=2)
+        out[bad, :3] = NONFINITE_RGB
+        if out.shape[2] == 4:
+            out[bad, 3] = 255
+    return out
+
+
+def encode(display: np.ndarray, size: int) -> tuple[str, int, int]:
+    """Encode one image for a cell of ``size`` px: (data URI, width, height) as stored.
+
+    Small images stay at native resolution as PNG (the browser upscales them crisply);
+    larger ones are downscaled to the cell and stored as JPEG, or PNG when they have alpha.
+    """
+    from PIL import Image
+
+    arr = to_uint8_hwc(display)
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[arr.shape[2]]
+    img = Image.fromarray(arr[:, :, 0] if mode == "L" else arr, mode)
+    h, w = arr.shape[:2]
+    if max(h, w) > size:
+        img.thumbnail((size, size), Image.Resampling.BOX if max(h, w) > 4 * size
+                      else Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    if max(h, w) > 48 and mode != "RGBA":
+        img.save(buf, format="JPEG", quality=85)
+        mime = "jpeg"
+    else:
+        img.save(buf, format="PNG", optimize=False)
+        mime = "png"
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f"data:image/{mime};base64,{data}", img.width, img.height

@@ -1,0 +1,185 @@
+"""One page of a BatchView as self-contained HTML: grid, raw statistics, findings.
+
+Pure presentation: statistics and flags come from ``analysis``; every user string
+(class names, column names) is escaped here.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..analysis.images import Scaling, channel_stats, infer_scaling, to_display
+from ..analysis.input_checks import image_findings, image_flags_for, table_findings
+from ..data.batch import Batch
+from ..findings import Findings, findings_html
+from ._imaging import cell_size, encode
+
+TABLE_ROWS = 30
+_BAD_FLAGS = {"non-finite", "none"}
+
+
+@dataclass
+class Page:
+    """A rendered page: its HTML, its findings and the raw statistics shown."""
+
+    html: str
+    findings: Findings
+    stats: list[dict[str, Any]]
+    n_items: int
+    flags: list[list[str]]
+
+
+def label_text(label: Any, classes: Sequence | Mapping | None) -> str:
+    """The caption for one label: the class name when ``classes`` knows it."""
+    if label is None:
+        return ""
+    if isinstance(classes, Mapping):
+        return str(classes.get(label, f"{label} (?)"))
+    if classes is not None and isinstance(label, (int, np.integer)) and not isinstance(label, bool):
+        return str(classes[label]) if 0 <= label < len(classes) else f"{label} (?)"
+    if isinstance(label, float):
+        return f"{label:.4g}"
+    return str(label)
+
+
+def render_page(batch: Batch, number: int, *, classes=None, mean=None, std=None,
+                note: str = "") -> Page:
+    """Render one canonical batch (image or table) as page ``number`` (0-based)."""
+    if batch.kind == "table":
+        return _table_page(batch, number, classes, note)
+    scaling = infer_scaling(batch.images, mean, std) if batch.images is not None else None
+    flags = image_flags_for(batch, scaling, mean, std)
+    found = Findings(image_findings(batch, flags, scaling))
+    stats = channel_stats(batch.images) if batch.images is not None else []
+    grid = _grid(batch, flags, scaling, classes, mean, std)
+    head = _head(batch, number, scaling, note)
+    side = _stats_table(stats) + "<h4>Findings</h4>" + findings_html(
+        found, empty="No problems found in this batch.")
+    body = (f'<div class="vd-batch" data-page="{number}" data-count="{len(batch)}">{head}'
+            f'<div class="vd-body">{grid}<div class="vd-side">{side}</div></div></div>')
+    return Page(body, found, stats, len(batch), flags)
+
+
+def _head(batch: Batch, number: int, scaling: Scaling | None, note: str) -> str:
+    x = batch.images
+    dtype = f"{x.dtype}" if x is not None else "mixed"
+    shape = f"{tuple(x.shape)}" if x is not None else f"{len(batch.items)} images"
+    kind = "tensor" if batch.was_tensor else "array"
+    parts = [f"<b>Batch {number + 1}</b> &middot; {len(batch)} images &middot; {kind} "
+             f"{html.escape(shape)} {html.escape(dtype)} &middot; {html.escape(batch.layout_note)}"]
+    if scaling is not None:
+        parts.append(f"shown as: {html.escape(scaling.note)}")
+    parts += [html.escape(t) for t in [*batch.notes, note] if t]
+    return '<div class="vd-head">' + "<br>".join(parts) + "</div>"
+
+
+def _grid(batch: Batch, flags, scaling, classes, mean, std) -> str:
+    size = cell_size(len(batch.items))
+    cells = []
+    for k, item in enumerate(batch.items):
+        cap = label_text(batch.labels[k], classes) if batch.labels else ""
+        cells.append(_cell(item, batch.index_of(k), cap, flags[k], scaling, size, mean, std))
+    style = f"grid-template-columns:repeat(auto-fill,{size + 10}px)"
+    return f'<div class="vd-grid" style="{style}">{"".join(cells)}</div>'
+
+
+def _cell(item, index, caption, flags, scaling, size, mean, std) -> str:
+    cls = "vd-bad" if _BAD_FLAGS & set(flags) else ("vd-warn" if flags else "")
+    if item is None:
+        pic = (f'<div class="vd-missing" style="width:{size}px;height:{size}px">None</div>')
+    else:
+        sc = scaling or infer_scaling(item[None], mean, std)
+        uri, w, h = encode(to_display(item, sc), size)
+        scale = size / max(w, h)
+        crisp = ' class="vd-crisp"' if scale >= 2 else ""
+        pic = (f'<img{crisp} src="{uri}" width="{round(w * scale)}" height="{round(h * scale)}" '
+               f'alt="sample {index}">')
+    badges = "".join(f'<span class="vd-flag vd-flag-{f}">{f}</span>' for f in flags)
+    text = html.escape(caption)
+    title = html.escape(f"index {index}" + (f": {caption}" if caption else ""), quote=True)
+    return (f'<figure class="vd-cell {cls}" data-index="{index}" data-flags="{" ".join(flags)}" '
+            f'title="{title}">{pic}<figcaption><span class="vd-idx">#{index}</span> '
+            f'<span class="vd-label">{text}</span></figcaption>{badges}</figure>')
+
+
+def _num(v: float, bad: bool = False) -> str:
+    text = "nan" if not np.isfinite(v) else f"{v:.4g}"
+    return f'<span class="vd-bad-num">{text}</span>' if bad else text
+
+
+def _stats_table(stats: list[dict[str, Any]]) -> str:
+    if not stats:
+        return '<p class="vd-note">Per-channel statistics need images of one shape.</p>'
+    rows = "".join(
+        f"<tr><td>{s['channel']}</td><td>{_num(s['min'])}</td><td>{_num(s['max'])}</td>"
+        f"<td>{_num(s['mean'])}</td><td>{_num(s['std'])}</td>"
+        f"<td>{_num(s['non_finite'], s['non_finite'] > 0)}</td></tr>" for s in stats
+    )
+    return ("<h4>Raw values, as the model receives them</h4><table class='vd-table vd-stats'>"
+            "<tr><th>channel</th><th>min</th><th>max</th><th>mean</th><th>std</th>"
+            f"<th>non-finite</th></tr>{rows}</table>")
+
+
+def _table_page(batch: Batch, number: int, classes, note: str) -> Page:
+    frame = batch.table
+    found = Findings(table_findings(batch))
+    shown = frame.head(TABLE_ROWS)
+    cols = [str(c) for c in shown.columns]
+    header = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    label_head = "<th>label</th>" if batch.labels else ""
+    rows = []
+    for r, (_, row) in enumerate(shown.iterrows()):
+        lab = (f"<td>{html.escape(label_text(batch.labels[r], classes))}</td>"
+               if batch.labels else "")
+        cells = "".join(f"<td>{html.escape(_cell_text(v))}</td>" for v in row.tolist())
+        rows.append(f"<tr><td>{batch.index_of(r)}</td>{lab}{cells}</tr>")
+    stats = _column_stats(frame)
+    more = f" (first {TABLE_ROWS} of {len(frame)} rows)" if len(frame) > TABLE_ROWS else ""
+    body = (
+        f'<div class="vd-batch vd-tabular" data-page="{number}" data-count="{len(frame)}">'
+        f'<div class="vd-head"><b>Batch {number + 1}</b> &middot; tabular, {len(frame)} rows x '
+        f"{frame.shape[1]} columns{more}{(' &middot; ' + html.escape(note)) if note else ''}</div>"
+        f'<div class="vd-body"><div style="overflow:auto;max-height:420px">'
+        f"<table class='vd-table'><tr><th>#</th>{label_head}{header}</tr>{''.join(rows)}</table>"
+        f'</div><div class="vd-side">{_column_stats_table(stats)}<h4>Findings</h4>'
+        f"{findings_html(found, empty='No problems found in this batch.')}</div></div></div>"
+    )
+    return Page(body, found, stats, len(frame), [])
+
+
+def _cell_text(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _column_stats(frame) -> list[dict[str, Any]]:
+    out = []
+    for col in frame.columns:
+        s = frame[col]
+        row: dict[str, Any] = {"column": str(col), "dtype": str(s.dtype),
+                               "missing": int(s.isna().sum())}
+        if s.dtype.kind in "biuf":
+            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            v = v[np.isfinite(v)]
+            row.update(min=float(v.min()) if v.size else np.nan,
+                       max=float(v.max()) if v.size else np.nan,
+                       mean=float(v.mean()) if v.size else np.nan,
+                       std=float(v.std()) if v.size else np.nan)
+        out.append(row)
+    return out
+
+
+def _column_stats_table(stats: list[dict[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(s['column'])}</td><td>{html.escape(s['dtype'])}</td>"
+        f"<td>{_num(s.get('min', np.nan))}</td><td>{_num(s.get('max', np.nan))}</td>"
+        f"<td>{_num(s.get('mean', np.nan))}</td><td>{_num(s.get('std', np.nan))}</td>"
+        f"<td>{_num(s['missing'], s['missing'] > 0)}</td></tr>" for s in stats[:60]
+    )
+    return ("<h4>Columns</h4><table class='vd-table vd-stats'><tr><th>column</th><th>dtype</th>"
+            "<th>min</th><th>max</th><th>mean</th><th>std</th><th>missing</th></tr>"
+            f"{rows}</table>")
