@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 

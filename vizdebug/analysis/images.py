@@ -41,13 +41,16 @@ class Scaling:
 def _per_channel(value: float | Sequence[float] | None, c: int, name: str) -> np.ndarray | None:
     if value is None:
         return None
-    arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise VizdebugError(f"{name} must be a number or one number per channel, got {value!r}") from None
+    if name == "std" and np.any(~(arr > 0)):
+        raise VizdebugError(f"std must be positive, got {arr.tolist()}")
     if arr.size == 1:
         return np.repeat(arr, c)
     if arr.size != c:
         raise VizdebugError(f"{name} has {arr.size} values but the images have {c} channels")
-    if name == "std" and np.any(arr <= 0):
-        raise VizdebugError(f"std must be positive, got {arr.tolist()}")
     return arr
 
 
@@ -108,7 +111,7 @@ def _minmax(x: np.ndarray) -> Scaling:
     lo = np.nanpercentile(per, 0.5, axis=1)
     hi = np.nanpercentile(per, 99.5, axis=1)
     hi = np.where(hi > lo, hi, lo + 1)
-    standardised = bool(np.nanmin(per) < 0)
+    standardised = bool(np.nanmin(per) < -1e-3)
     what = "looks standardised" if standardised else f"values up to {np.nanmax(per):.3g}"
     note = (f"{what}: shown with each channel stretched over its batch range "
             "(0.5th-99.5th percentile); pass mean=/std= for true colours")

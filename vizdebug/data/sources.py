@@ -7,6 +7,8 @@ original exception chained.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -127,10 +129,11 @@ class IterSource(PageSource):
         self._it: Iterator | None = None
 
     def next_page(self) -> Batch | None:
-        if self._it is None:
-            self._it = iter(self.iterable)
         try:
-            raw = next(self._it)
+            with preserved_rng(self.iterable):
+                if self._it is None:
+                    self._it = iter(self.iterable)
+                raw = next(self._it)
         except StopIteration:
             self.exhausted = True
             return None
@@ -144,6 +147,31 @@ class IterSource(PageSource):
             batch.notes.append(f"showing {per} of the batch's {_length(x)} items")
         self.pages_read += 1
         return batch
+
+
+@contextlib.contextmanager
+def preserved_rng(loader: Any) -> Iterator[None]:
+    """Restore the global RNGs (and a DataLoader's generator) after drawing a batch.
+
+    Looking at a batch must not change what the training loop draws next: a DataLoader
+    seeds its sampler and workers from torch's global RNG or its own generator, and
+    transforms in the main process often use numpy's or Python's global RNG. RNG objects
+    private to a transform cannot be reached and still advance.
+    """
+    torch = sys.modules.get("torch")
+    gen = getattr(loader, "generator", None)
+    saved = (random.getstate(), np.random.get_state(),
+             torch.get_rng_state() if torch is not None else None,
+             gen.get_state() if gen is not None else None)
+    try:
+        yield
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+        if saved[2] is not None:
+            torch.set_rng_state(saved[2])
+        if saved[3] is not None:
+            gen.set_state(saved[3])
 
 
 def _loading_error(exc: Exception, k: int, description: str) -> VizdebugError:
@@ -232,6 +260,11 @@ def _sliced(source: Any, n: int | None, layout: str) -> SlicedSource:
         ys = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
         return SlicedSource(xs, ys, n, layout, f"list of {len(source)} samples")
     x, y = unpack(source)
+    if getattr(x, "ndim", None) == 0:
+        raise VizdebugError(
+            f"show_batch got a single number ({describe(x)}), not an image or a batch; pass an "
+            "array of shape (N, C, H, W), (N, H, W, C), (N, H, W) or one image"
+        )
     if _is_single_image(x, layout):
         x, y = [x], (None if y is None else [y])
     if isinstance(x, (list, tuple)) and not x:

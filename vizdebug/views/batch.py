@@ -81,9 +81,9 @@ class BatchView(View):
 
     def next(self) -> BatchView:
         """Show the next page, reading a new batch from the source when needed."""
-        if self.page + 1 >= len(self.pages) and (not self.more or self._read_page() is None):
-            return self
-        self.page += 1
+        at_end = self.page + 1 >= len(self.pages)
+        if not (at_end and (not self.more or self._read_page() is None)):
+            self.page += 1
         self._sync_widget()
         return self
 
@@ -114,10 +114,10 @@ class BatchView(View):
         try:
             self.page = len(self.pages) - 1
             self.next()
-            self._widget.status = ""
+            self.widget.status = ""
         except Exception as exc:  # shown in the widget; the kernel keeps running
-            self._widget.status = f" could not read the next batch: {exc}"[:300]
-            self._widget.more = False
+            self.widget.status = f" could not read the next batch: {exc}"[:300]
+            self.widget.more = False
 
     def _static_html(self) -> str:
         uid = f"vdb{id(self):x}"

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vizdebug as vd
+from vizdebug.errors import VizdebugError
+
+
+def test_clean_standardised_batch_is_quiet(digits_std):
+    x, y = digits_std
+    assert vd.check_batch((torch.tensor(x[:64]), torch.tensor(y[:64]))).at_least("warning") == []
+    assert vd.check_batch(torch.rand(32, 3, 16, 16)).at_least("warning") == []
+
+
+def test_each_problem_named_with_indices(digits_std):
+    x, y = digits_std
+    bad = torch.tensor(x[:64]).clone()
+    bad[4] = 0.0
+    bad[9, 0, 3, 3] = float("nan")
+    fs = vd.check_batch((bad, torch.tensor(y[:64])))
+    by_code = {f.code: f for f in fs}
+    assert by_code["blank-images"].evidence["indices"] == [4]
+    assert by_code["input-nonfinite"].evidence["indices"] == [9]
+    assert by_code["input-nonfinite"].severity == "error"
+    assert "crop" in by_code["blank-images"].hint
+
+
+def test_unnormalised_raw_digits(digits):
+    f = vd.check_batch(torch.tensor(digits[0][:64]))
+    assert f.codes == ["input-not-normalized"]
+    assert "16" in f[0].message and "Normalize" in f[0].hint
+
+
+def test_uint8_tensor_is_a_warning_but_uint8_array_only_info():
+    x = (np.random.rand(8, 3, 16, 16) * 255).astype(np.uint8)
+    assert vd.check_batch(torch.from_numpy(x)).warnings.codes == ["input-not-normalized"]
+    assert vd.check_batch(x).warnings == []
+
+
+def test_channels_last_tensor():
+    f = vd.check_batch(torch.rand(16, 28, 28, 3))
+    assert f.codes == ["layout-channels-last"]
+    assert "permute(0, 3, 1, 2)" in f[0].hint and f[0].severity == "warning"
+
+
+def test_mean_std_given_means_saturation_is_real():
+    x = torch.rand(8, 3, 16, 16)
+    mean, std = [0.5] * 3, [0.25] * 3
+    normed = (x - 0.5) / 0.25
+    assert vd.check_batch(normed, mean=mean, std=std).codes == []
+    blown = (torch.clamp(x * 4, 0, 1) - 0.5) / 0.25
+    assert vd.check_batch(blown, mean=mean, std=std).codes == ["saturated-images"]
+
+
+def test_unshuffled_loader_batch_of_one_class(digits_std):
+    x, y = digits_std
+    order = np.argsort(y, kind="stable")
+    f = vd.check_batch((torch.tensor(x[order][:32]), torch.tensor(y[order][:32])))
+    assert f.codes == ["label-imbalance"] and "shuffle=True" in f[0].hint
+
+
+class _Digits(torch.utils.data.Dataset):
+    def __init__(self, x, y, broken=()):
+        self.x, self.y, self.broken = x, y, set(broken)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if i in self.broken:
+            return None  # the classic: a branch that forgot to return
+        return torch.tensor(self.x[i]), int(self.y[i])
+
+
+def test_check_dataset_clean_is_quiet(digits_std):
+    assert vd.check_dataset(_Digits(*digits_std)).at_least("warning") == []
+
+
+def test_check_dataset_names_none_nan_shape(digits_std):
+    x, y = digits_std
+    x = x.copy()
+    x[11, 0, 0, 0] = np.inf
+    ds = _Digits(x, y, broken=[3, 500])
+    items = [ds[i] for i in range(len(ds))]
+    items[20] = (torch.zeros(1, 9, 9), 1)
+    fs = vd.check_dataset(items, sample=5000)
+    by = {f.code: f for f in fs}
+    assert by["input-none"].evidence["indices"] == [3, 500]
+    assert by["input-nonfinite"].evidence["indices"] == [11]
+    assert by["shape-inconsistent"].evidence["indices"] == [20]
+
+
+def test_check_dataset_through_a_loader_and_sampling(digits_std):
+    loader = torch.utils.data.DataLoader(_Digits(*digits_std, broken=[7]), batch_size=32)
+    fs = vd.check_dataset(loader, sample=2000)
+    assert fs.codes == ["input-none"]
+    small = vd.check_dataset(_Digits(*digits_std, broken=range(0, 1797, 2)), sample=100)
+    assert 30 < small[0].evidence["indices"].__len__() < 70
+
+
+def test_check_dataset_label_imbalance(digits_std):
+    x, y = digits_std
+    keep = np.concatenate([np.flatnonzero(y == 0), np.flatnonzero(y == 1)[:10]])
+    fs = vd.check_dataset((x[keep], y[keep]))
+    assert fs.codes == ["label-imbalance"] and fs[0].severity == "warning"
+    assert "balanced accuracy" in fs[0].hint
+
+
+def test_check_dataset_errors_from_getitem_become_findings():
+    class Flaky:
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            if i == 4:
+                raise OSError("cannot read img_4.png")
+            return np.random.rand(1, 8, 8), 0
+
+    fs = vd.check_dataset(Flaky())
+    assert fs.codes == ["dataset-error"] and "img_4.png" in fs[0].message
+
+
+@pytest.mark.parametrize(("bad", "pattern"), [
+    (None, "got None"), (42, "indexable"), ([], "empty"),
+    ((np.zeros((3, 2)), np.zeros(2)), "3 rows but labels 2"),
+])
+def test_check_dataset_bad_input(bad, pattern):
+    with pytest.raises(VizdebugError, match=pattern):
+        vd.check_dataset(bad)
+    with pytest.raises(VizdebugError, match="positive"):
+        vd.check_dataset([1, 2], sample=0)

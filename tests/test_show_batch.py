@@ -1,0 +1,151 @@
+"""BatchView below the browser: mime bundles, widget traits, paging messages, static HTML."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import vizdebug as vd
+from vizdebug import _env
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def loader(digits_std):
+    x, y = digits_std
+    ds = torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y))
+    return torch.utils.data.DataLoader(ds, batch_size=32, shuffle=False)
+
+
+def test_mime_bundle_per_renderer(loader):
+    view = vd.show_batch(loader)
+    try:
+        _env.set_renderer("text")
+        assert set(view._repr_mimebundle_()) == {"text/plain"}
+        _env.set_renderer("html")
+        bundle = view._repr_mimebundle_()
+        assert "vd-cell" in bundle["text/html"] and "widget-view" not in str(bundle.keys())
+        _env.set_renderer("widget")
+        bundle = view._repr_mimebundle_()
+        model_id = bundle["application/vnd.jupyter.widget-view+json"]["model_id"]
+        assert model_id == view.widget.model_id
+        assert "text/html" in bundle  # the static fallback travels with the widget
+    finally:
+        _env.set_renderer(None)
+
+
+def test_renderer_env_override(monkeypatch):
+    monkeypatch.setenv("VIZDEBUG_RENDERER", "text")
+    assert _env.renderer() == "text"
+    monkeypatch.setenv("VIZDEBUG_RENDERER", "bogus")
+    with pytest.raises(ValueError, match="VIZDEBUG_RENDERER"):
+        _env.renderer()
+
+
+def test_grid_counts_labels_and_flags(loader):
+    view = vd.show_batch(loader, classes=[f"digit {i}" for i in range(10)])
+    html = view.pages[0].html
+    assert html.count('class="vd-cell') == 32
+    assert "digit 0" in html and 'data-flags=""' in html
+    assert view.findings.at_least("warning") == []
+
+
+def test_paging_reads_batches_lazily_and_widget_follows(loader):
+    view = vd.show_batch(loader)
+    w = view.widget
+    assert len(w.pages) == 1 and w.more and w.page == 0
+    view._on_message({"type": "more"})  # what the browser's Next button sends
+    assert len(w.pages) == 2 and w.page == 1 and view.page == 1
+    assert 'data-page="1"' in w.pages[1]
+    w.page = 0  # the browser pages back; the kernel side follows
+    assert view.page == 0
+    view.next()
+    assert view.page == 1 and len(view.pages) == 2  # reused, not re-read
+    for _ in range(100):
+        view.next()
+    assert len(view.pages) == 57 and not view.more and not w.more  # 1797 / 32
+    assert view.previous().page == 55
+
+
+def test_loader_errors_surface_in_the_widget_not_the_kernel():
+    class Broken(torch.utils.data.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return (torch.rand(1, 8, 8), 0) if i < 4 else None
+
+    view = vd.show_batch(torch.utils.data.DataLoader(Broken(), batch_size=4))
+    view._on_message({"type": "more"})
+    assert "check_dataset" in view.widget.status and not view.widget.more
+    with pytest.raises(vd.VizdebugError, match="NoneType|None"):
+        vd.show_batch(torch.utils.data.DataLoader(Broken(), batch_size=8))
+
+
+def test_dataset_source_shows_none_samples_as_flagged_cells():
+    class Sometimes(torch.utils.data.Dataset):
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            return None if i == 2 else (torch.rand(1, 8, 8), i % 3)
+
+    view = vd.show_batch(Sometimes())
+    assert view.findings.codes == ["input-none"]
+    assert view.findings[0].evidence["indices"] == [2]
+
+
+def test_class_names_and_captions_are_escaped():
+    view = vd.show_batch((torch.rand(4, 3, 8, 8), torch.tensor([0, 1, 0, 1])),
+                         classes=["cat", EVIL])
+    for html in (view.to_html(), view.widget.pages[0]):
+        assert EVIL not in html
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    dict_view = vd.show_batch((torch.rand(2, 1, 8, 8), [EVIL, "ok"]))
+    assert EVIL not in dict_view.to_html()
+
+
+def test_static_html_has_all_captured_pages_and_paging_script(loader, tmp_path):
+    view = vd.show_batch(loader).next().next()
+    html = view.to_html()
+    assert html.count('class="vd-static-page"') == 3 and "vdPage_" in html
+    out = view.save(tmp_path / "batch.html")
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_payload_is_small_for_big_images():
+    view = vd.show_batch(torch.rand(64, 3, 224, 224))
+    assert len(view.to_html()) < 2_000_000
+    assert "image/jpeg" in view.pages[0].html
+
+
+def test_tiny_images_are_upscaled_crisply(digits_std):
+    html = vd.show_batch(torch.tensor(digits_std[0][:8])).pages[0].html
+    assert 'class="vd-crisp"' in html and 'width="128"' in html
+
+
+def test_show_batch_does_not_disturb_the_training_order(digits_std):
+    x, y = digits_std
+
+    def first_labels(peek):
+        g = torch.Generator().manual_seed(0)
+        ld = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)),
+            batch_size=16, shuffle=True, generator=g)
+        torch.manual_seed(1)
+        if peek:
+            vd.show_batch(ld)
+        return next(iter(ld))[1].tolist(), torch.rand(1).item()
+
+    assert first_labels(False) == first_labels(True)
+
+
+def test_findings_of_the_page_on_show():
+    good = torch.rand(8, 1, 8, 8)
+    bad = torch.zeros(8, 1, 8, 8)
+    view = vd.show_batch([(good, torch.zeros(8)), (bad, torch.zeros(8))])
+    assert view.findings.codes == []
+    assert view.next().findings.codes == ["blank-images"]
+    assert np.all(view.pages[1].flags[k] == ["blank"] for k in range(8))
