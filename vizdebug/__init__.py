@@ -11,18 +11,21 @@ from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report
 from .views.batch import BatchView, show_batch
+from .views.drift import DriftView, compare_distributions
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnomalyError",
     "BatchView",
+    "DriftView",
     "Finding",
     "Findings",
     "VizdebugError",
     "VizdebugTypeError",
     "check_batch",
     "check_dataset",
+    "compare_distributions",
     "report",
     "show_batch",
 ]

@@ -96,26 +96,27 @@ def ks_pvalue(d: float, n1: int, n2: int, a: np.ndarray | None = None,
 
     Returns ``(statistic, p_value, method)``. Up to 10,000 rows a side this is scipy's
     exact computation (which also rounds the statistic onto its lattice); above, scipy's
-    asymptotic ``kstwo.sf``, except where that costs ~0.5 s (``scipy.special.smirnov`` on
-    large samples) *and* Kolmogorov's limit puts p below ``LIMIT_P`` - far below any
-    corrected significance level - where the limit is used (relative error < 1 % down to
-    1e-40; ``method`` says which).
+    asymptotic ``kstwo.sf``, except where that costs ~0.5 s a feature
+    (``scipy.special.smirnov`` on large samples) *and* p is below ``LIMIT_P``, far below
+    any corrected significance level. There the Maag-Dicaire approximation
+    ``2 exp(-(6 n d + 1)^2 / (18 n))`` is used (relative error < 0.2 % at 1e-8, < 2 % at
+    1e-22, growing in the far tail; ``method`` says which).
 
     Examples
     --------
     >>> ks_pvalue(0.5, 20_000, 20_000)[1]
     0.0
     """
-    from scipy import special, stats
+    from scipy import stats
 
     if max(n1, n2) <= EXACT_KS_MAX_N and a is not None and b is not None:
         res = stats.ks_2samp(a, b)
         return float(res.statistic), float(res.pvalue), "exact"
     m, n = sorted([float(n1), float(n2)], reverse=True)
     en = np.round(m * n / (m + n))
-    limit = float(special.kolmogorov(np.sqrt(en) * d))
-    if en > LIMIT_MIN_N and en * d * d >= 2.2 and limit < LIMIT_P:
-        return d, limit, "kolmogorov limit"
+    tail = float(2 * np.exp(-((6 * en * d + 1) ** 2) / (18 * en)))
+    if en > LIMIT_MIN_N and en * d * d >= 2.2 and tail < LIMIT_P:
+        return d, tail, "maag-dicaire tail"
     return d, float(np.clip(stats.kstwo.sf(d, en), 0, 1)), "asymptotic"
 
 

@@ -174,6 +174,8 @@ def _object_kind(arr: np.ndarray, name: str, side: str) -> str:
         return "empty"
     types = pd.Series([type(x).__name__ for x in values[:100_000]]).value_counts()
     groups = {_type_group(t) for t in types.index}
+    if groups == {"integer", "numeric"}:
+        return "numeric"
     if len(groups) == 1:
         return groups.pop()
     seen = ", ".join(f"{t} ({c})" for t, c in types.items())

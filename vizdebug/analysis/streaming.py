@@ -73,6 +73,8 @@ class NumericStream:
     missing: int = 0
     total: float = 0.0
     total_sq: float = 0.0
+    lo: float = np.inf
+    hi: float = -np.inf
     samples: list[np.ndarray] = field(default_factory=list)
     fine: np.ndarray | None = None
     display: np.ndarray | None = None
@@ -83,6 +85,8 @@ class NumericStream:
         self.n += len(ok)
         self.total += float(ok.sum())
         self.total_sq += float(np.square(ok).sum())
+        if len(ok):
+            self.lo, self.hi = min(self.lo, float(ok.min())), max(self.hi, float(ok.max()))
         take = min(len(ok), SAMPLE_PER_BATCH)
         self.samples.append(rng.choice(ok, take, replace=False) if take < len(ok) else ok.copy())
 
@@ -201,11 +205,10 @@ def _grids(ref: NumericStream, cur: NumericStream) -> tuple[np.ndarray, np.ndarr
     return inner, np.linspace(lo, hi, sketches.DISPLAY_BINS + 1)
 
 
-def _binned(inner: np.ndarray, c1: np.ndarray, c2: np.ndarray) -> tuple[float, float]:
-    f1, f2 = np.cumsum(c1) / c1.sum(), np.cumsum(c2) / c2.sum()
-    d = float(np.abs(f1 - f2).max())
-    w = float(np.sum(np.abs(f1 - f2)[:-1] * np.diff(inner))) if len(inner) > 1 else 0.0
-    return d, w
+def _binned(edges: np.ndarray, c1: np.ndarray, c2: np.ndarray) -> tuple[float, float]:
+    """KS on the bin edges and Wasserstein with values spread evenly inside each bin."""
+    gap = np.abs(np.concatenate([[0.0], np.cumsum(c1) / c1.sum() - np.cumsum(c2) / c2.sum()]))
+    return float(gap.max()), float(np.sum((gap[:-1] + gap[1:]) / 2 * np.diff(edges)))
 
 
 def _numeric_result(name: str, kind: str, ref: NumericStream, cur: NumericStream, grids: tuple) -> FeatureDrift:
@@ -215,7 +218,8 @@ def _numeric_result(name: str, kind: str, ref: NumericStream, cur: NumericStream
                 missing_cur=cur.missing / max(cur.n + cur.missing, 1))
     if ref.n == 0 or cur.n == 0:
         return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan, effect_size=np.nan, psi=np.nan, **base)
-    d, w = _binned(inner, ref.fine, cur.fine)
+    lo, hi = min(ref.lo, cur.lo), max(ref.hi, cur.hi)
+    d, w = _binned(np.concatenate([[lo], np.clip(inner, lo, hi), [hi]]), ref.fine, cur.fine)
     _, p, _ = ks_pvalue(d, ref.n, cur.n)
     scale = ref.std or cur.std
     a_q = _sample_quantiles(ref.samples)
