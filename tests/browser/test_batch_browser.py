@@ -1,0 +1,71 @@
+"""show_batch in a real JupyterLab, in headless Chromium."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _errors(state):
+    return [o for c in state["cells"] for o in c["outputs"] if o["type"] == "error"]
+
+
+def test_notebook_grid_flags_and_paging(lab):
+    page = lab.open("01_show_batch.ipynb")
+    state = lab.run_all(page)
+    assert _errors(state) == []
+    assert lab.widget_errors(page) == [] and lab.page_errors == []
+    widgets = page.locator(".jp-Notebook .vd-batch-widget")
+    assert widgets.count() == 2
+    clean, bad = widgets.nth(0), widgets.nth(1)
+    assert clean.locator(".vd-cell").count() == 64
+    assert clean.locator(".vd-cell.vd-warn, .vd-cell.vd-bad").count() == 0
+    blank = bad.locator('.vd-cell[data-flags="blank"]').count()
+    assert blank >= 10
+    assert bad.locator(".vd-finding[data-code='blank-images']").count() == 1
+    lab.screenshot(page, "01_show_batch.png")
+    lab.screenshot(page, "01_show_batch_blanked.png", bad)
+
+    clean.locator(".vd-next").click()  # not captured yet: the kernel reads the next batch
+    clean.locator('.vd-batch[data-page="1"]').wait_for(timeout=30_000)
+    assert "batch 2 of 2" in clean.locator(".vd-page-label").inner_text()
+    clean.locator(".vd-prev").click()
+    clean.locator('.vd-batch[data-page="0"]').wait_for(timeout=5_000)
+    assert clean.locator(".vd-cell").count() == 64
+
+
+def test_escaping_and_paging_while_the_kernel_is_busy(lab, lab_root):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import torch, vizdebug as vd\n"
+            f"classes = ['cat', {EVIL!r}]\n"
+            "v = vd.show_batch((torch.rand(8, 3, 16, 16), torch.tensor([0, 1] * 4)), "
+            "classes=classes, n=4)\n"
+            "v.next()"),
+        nbformat.v4.new_code_cell("import time\ntime.sleep(25)"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab_root / "busy.ipynb")
+    page = lab.open("busy.ipynb")
+    # do not await the command's promise: it resolves only when every cell has run
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    widget = page.locator(".jp-Notebook .vd-batch-widget").first
+    widget.locator('.vd-batch[data-page="1"]').wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'")
+    widget.locator(".vd-prev").click()  # the kernel is asleep: this must work client-side
+    widget.locator('.vd-batch[data-page="0"]').wait_for(timeout=3_000)
+    busy = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status")
+    assert busy == "busy"
+    labels = widget.locator(".vd-label").all_inner_texts()
+    assert EVIL in labels  # shown as text ...
+    assert page.locator('.jp-Notebook img[src="x"]').count() == 0  # ... never as an element
+    assert lab.dialogs == []
+    lab.screenshot(page, "busy_paging_and_escaping.png", widget)
+    lab.wait_done(page, timeout=60)

@@ -1,0 +1,43 @@
+"""The example notebooks run top to bottom in a real kernel (nbclient)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def execute(name: str, timeout: int = 600) -> nbformat.NotebookNode:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    return nb
+
+
+def outputs_of(nb: nbformat.NotebookNode, needle: str) -> list[dict]:
+    cell = next(c for c in nb.cells if c.cell_type == "code" and needle in c.source)
+    return cell.outputs
+
+
+@pytest.mark.notebook
+def test_show_batch_notebook():
+    nb = execute("01_show_batch.ipynb")
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
+    assert errors == []
+    clean = outputs_of(nb, "vd.show_batch(loader")[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in clean
+    assert clean["text/html"].count('class="vd-cell') == 64
+    assert "blank-images" not in clean["text/html"].split("Findings", 1)[1]
+    bad = outputs_of(nb, "view = vd.show_batch(bad_loader")[0]["data"]["text/html"]
+    assert bad.count('data-flags="blank"') >= 10
+    findings = outputs_of(nb, "view.findings")[0]["data"]["text/html"]
+    assert "blank-images" in findings
+    assert "layout-channels-last" in outputs_of(nb, "permute(0, 2, 3, 1)")[0]["data"]["text/html"]
+    assert "input-not-normalized" in outputs_of(nb, "Normalize forgotten")[0]["data"]["text/html"]
+    none_html = outputs_of(nb, "vd.check_dataset(Leaky")[0]["data"]["text/html"]
+    assert "input-none" in none_html and "7, 257, 507" in none_html
