@@ -1,0 +1,299 @@
+"""Model hooks: statistics, sampling, anomalies, removal, re-watch, weak references."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import vizdebug as vd
+from vizdebug.collect import hooks as hooks_module
+from vizdebug.collect.anomaly import AnomalyWarning, WatchAnomaly
+from vizdebug.collect.stats import ACTIVATION_FIELDS, activation_stats, grad_norms
+from vizdebug.errors import VizdebugError, VizdebugTypeError
+
+
+class Log(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)  # NaN for negative inputs
+
+
+class Net(nn.Module):
+    """``encoder.2.1`` is a Log layer: the first module to produce NaN."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 8), nn.ReLU(),
+                                     nn.Sequential(nn.Linear(8, 8), Log()))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(x))
+
+
+def mlp(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def train_steps(model: nn.Module, steps: int, session=None, seed: int = 1) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(steps):
+        x = torch.randn(32, 6, generator=gen)
+        y = torch.randint(0, 3, (32,), generator=gen)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if session is not None:
+            session.log(loss=loss)
+
+
+def hook_count(model: nn.Module) -> int:
+    n = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+    return n + sum(len(p._post_accumulate_grad_hooks or {}) for p in model.parameters())
+
+
+# -- statistics ---------------------------------------------------------------------------
+def test_activation_stats_match_numpy():
+    x = torch.zeros(3, 2, 2)  # (batch, sequence, features): feature 1 is always 0
+    x[:, :, 0] = torch.tensor([[-1.0, 2.0], [6.0, -7.0], [0.0, 3.0]])
+    s = dict(zip(ACTIVATION_FIELDS, activation_stats(x, "Linear").tolist()))
+    a = x.numpy().ravel()
+    assert s["mean"] == pytest.approx(a.mean())
+    assert s["std"] == pytest.approx(a.std(ddof=1), rel=1e-5)
+    assert s["zero"] == pytest.approx((a == 0).mean())
+    assert s["dead"] == pytest.approx(0.5)  # 3-d, not conv: units are the last dim
+    assert s["saturated"] == pytest.approx((np.abs(a) > 5).mean())
+    assert s["nonfinite"] == 0 and s["absmax"] == 7.0 and s["numel"] == 12
+
+
+def test_activation_stats_dead_channels_and_nonfinite():
+    x = torch.ones(4, 3, 2, 2)
+    x[:, 1] = 0.0
+    x[0, 2, 0, 0] = float("nan")
+    s = dict(zip(ACTIVATION_FIELDS, activation_stats(x, "ReLU").tolist()))
+    assert s["dead"] == pytest.approx(1 / 3)
+    assert s["nonfinite"] == 1
+
+
+def test_activation_stats_bounded_activations_use_their_own_saturation():
+    s = dict(zip(ACTIVATION_FIELDS, activation_stats(torch.tensor([0.995, 0.5, -0.999, 0.0]),
+                                                     "Tanh").tolist()))
+    assert s["saturated"] == pytest.approx(0.5)
+
+
+def test_grad_norms_fused():
+    assert grad_norms([torch.ones(4), torch.full((2,), 3.0)]).tolist() == pytest.approx(
+        [2.0, np.sqrt(18)])
+
+
+# -- sampling -----------------------------------------------------------------------------
+def test_every_samples_training_steps_only():
+    model = mlp()
+    with vd.watch(model, every=3) as session:
+        train_steps(model, 7, session)
+        model.eval()
+        with torch.no_grad():
+            model(torch.randn(2, 6))  # evaluation: not a training step
+        model.train()
+        rec = session.records()
+    assert rec.act_steps.tolist() == [0, 3, 6]
+    assert rec.grad_steps.tolist() == [0, 3, 6]
+    assert rec.module_paths == ["0", "1", "2"]
+    assert session.hooks.step == 6
+
+
+def test_grad_norms_weight_norms_and_update_ratio_are_right():
+    model = mlp()
+    session = vd.watch(model, every=1)
+    x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    nn.functional.cross_entropy(model(x), y).backward()
+    grads = [p.grad.norm().item() for p in model.parameters()]
+    weights = [p.detach().norm().item() for p in model.parameters()]
+    opt.step()
+    opt.zero_grad()
+    model(x)  # the next step seals the previous one (after the optimizer moved)
+    rec = session.records()
+    session.close()
+    g = rec.grads[0]
+    assert g[:, 0] == pytest.approx(grads, rel=1e-5)
+    assert g[:, 1] == pytest.approx(weights, rel=1e-5)
+    assert g[:, 2] == pytest.approx([0.5 * a / b for a, b in zip(grads, weights)], rel=1e-4)
+
+
+def test_outputs_unchanged_and_training_bitwise_identical():
+    plain, watched = mlp(3), mlp(3)
+    x = torch.randn(5, 6)
+    session = vd.watch(watched, every=1)
+    assert torch.equal(plain(x), watched(x))
+    train_steps(plain, 25)
+    train_steps(watched, 25, session)
+    session.close()
+    for a, b in zip(plain.parameters(), watched.parameters()):
+        assert torch.equal(a, b)
+
+
+# -- lifetime -----------------------------------------------------------------------------
+def test_close_removes_every_hook_and_is_idempotent():
+    model = mlp()
+    before = hook_count(model)
+    session = vd.watch(model, every=1)
+    assert hook_count(model) > before
+    session.close()
+    session.close()
+    assert hook_count(model) == before
+
+
+def test_rewatch_replaces_hooks_instead_of_stacking():
+    model = mlp()
+    first = vd.watch(model)
+    once = hook_count(model)
+    second = vd.watch(model)
+    assert hook_count(model) == once
+    assert first.closed and not second.closed
+    second.close()
+
+
+def test_nothing_keeps_the_model_or_graph_alive():
+    model = mlp()
+    session = vd.watch(model, every=1)
+    train_steps(model, 3, session)
+    out = model(torch.randn(4, 6))
+    out_ref, model_ref = weakref.ref(out), weakref.ref(model)
+    del out, model
+    gc.collect()
+    assert out_ref() is None and model_ref() is None
+    session.records()  # still readable after the model is gone
+    session.close()
+
+
+# -- robustness ---------------------------------------------------------------------------
+def test_collector_error_becomes_a_finding_and_training_goes_on(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(hooks_module, "activation_stats", broken)
+    model = mlp()
+    with vd.watch(model, every=1) as session:
+        train_steps(model, 4, session)
+    found = session.findings()
+    assert "collector-error" in found.codes
+    err = [f for f in found if f.code == "collector-error"][0]
+    assert "boom" in err.message and err.severity == "warning"
+
+
+@pytest.mark.parametrize("bad", [None, "model", 3, [nn.Linear(2, 2)]])
+def test_watch_rejects_non_modules(bad):
+    with pytest.raises(VizdebugTypeError, match="torch.nn.Module"):
+        vd.watch(bad)
+
+
+@pytest.mark.parametrize("every", [0, -1, 1.5, "10", True])
+def test_watch_rejects_bad_every(every):
+    with pytest.raises(VizdebugError, match="every"):
+        vd.watch(mlp(), every=every)
+
+
+def test_watch_rejects_bad_on_anomaly():
+    with pytest.raises(VizdebugError, match="'warn', 'raise', 'pdb', 'ignore'; got 'loud'"):
+        vd.watch(mlp(), on_anomaly="loud")
+
+
+# -- anomalies ----------------------------------------------------------------------------
+def nan_input() -> torch.Tensor:
+    torch.manual_seed(0)
+    return torch.randn(16, 4)
+
+
+def test_raise_names_module_path_class_step_and_statistics():
+    model = Net()
+    with torch.no_grad():
+        model.encoder[2][0].bias.fill_(-10.0)  # Log receives negative values: NaN
+    session = vd.watch(model, on_anomaly="raise")
+    with pytest.raises(WatchAnomaly) as info:
+        model(nan_input())
+    err = info.value
+    assert err.module_path == "encoder.2.1" and err.module_class == "Log" and err.step == 0
+    msg = str(err)
+    assert "'encoder.2.1' (Log)" in msg and "step 0" in msg
+    assert "non-finite of" in msg and "Input: shape (16, 8)" in msg
+    assert isinstance(err, vd.AnomalyError)
+    session.close()
+
+
+def test_warn_gives_one_warning_and_a_finding_where_it_started():
+    model = Net()
+    with torch.no_grad():
+        model.encoder[2][0].bias.fill_(-10.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with vd.watch(model, every=1, on_anomaly="warn") as session:
+            for _ in range(4):
+                session.log(loss=model(nan_input()).sum())
+        found = session.findings()
+    ours = [w for w in caught if issubclass(w.category, AnomalyWarning)]
+    assert len(ours) == 1
+    f = [f for f in found if f.code == "nonfinite-activation"][0]
+    assert f.where == "encoder.2.1" and f.severity == "error"
+    assert "nonfinite-loss" in found.codes
+
+
+def test_ignore_records_without_warning():
+    model = Net()
+    with torch.no_grad():
+        model.encoder[2][0].bias.fill_(-10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with vd.watch(model, every=1, on_anomaly="ignore") as session:
+            model(nan_input())
+            model(nan_input())
+    assert "nonfinite-activation" in session.findings().codes
+
+
+def test_pdb_opens_the_debugger_in_the_hook_frame_then_raises():
+    model = Net()
+    with torch.no_grad():
+        model.encoder[2][0].bias.fill_(-10.0)
+    session = vd.watch(model, on_anomaly="pdb")
+    seen = {}
+
+    def debugger(frame):
+        seen.update(module=type(frame.f_locals["module"]).__name__,
+                    has_output="output" in frame.f_locals)
+
+    session.policy.debugger = debugger
+    with pytest.raises(WatchAnomaly):
+        model(nan_input())
+    assert seen == {"module": "Log", "has_output": True}
+    session.close()
+
+
+def test_none_input_is_named_with_the_module_that_returned_none():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from digits_runs import NoneModel
+
+    model = NoneModel()
+    session = vd.watch(model, on_anomaly="raise")
+    with pytest.raises(WatchAnomaly, match="'flat' \\(Flatten\\) received None") as info:
+        model(torch.randn(2, 1, 8, 8))
+    assert "'block' returned None" in str(info.value)
+    session.close()
+
+    session = vd.watch(model, on_anomaly="ignore")
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error for a None input
+        model(torch.randn(2, 1, 8, 8))
+    found = session.findings()
+    f = [f for f in found if f.code == "input-none"][0]
+    assert f.where == "flat" and "'block'" in f.hint
+    session.close()

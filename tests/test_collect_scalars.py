@@ -1,0 +1,115 @@
+"""Session.log storage: cheap appends, lazy tensor reads, bounded memory, clear errors."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+from vizdebug.collect.scalars import ScalarLog, Series
+from vizdebug.errors import VizdebugError, VizdebugTypeError
+
+
+def test_steps_count_themselves_and_eval_metrics_join_the_last_step():
+    log = ScalarLog()
+    for v in (1.0, 0.5, 0.25):
+        log.log(loss=v)
+    log.log(val_loss=0.4, val_acc=0.9, epoch=0)
+    log.log(loss=0.2)
+    assert log.series("loss")[0].tolist() == [0, 1, 2, 3]
+    assert log.series("val_loss")[0].tolist() == [2]
+    assert log.series("epoch")[0].tolist() == [2]
+
+
+def test_explicit_step_moves_the_counter():
+    log = ScalarLog()
+    log.log(10, loss=1.0)
+    log.log(loss=2.0)
+    assert log.series("loss")[0].tolist() == [10, 11]
+
+
+def test_tensors_are_detached_and_read_in_one_batch():
+    log = ScalarLog(chunk=10_000)
+    w = torch.ones(3, requires_grad=True)
+    loss = (w * 2).sum()
+    log.log(loss=loss, acc=torch.tensor(0.5), n=torch.tensor(7))
+    pending = list(log._pending)
+    assert all(not getattr(v, "requires_grad", False) for _, _, v, _ in pending)
+    assert log.series("loss")[1].tolist() == [6.0]
+    assert log.series("n")[1].tolist() == [7.0]
+
+
+def test_logged_tensor_does_not_keep_the_autograd_graph_alive():
+    log = ScalarLog(chunk=10_000)
+    x = torch.randn(4, requires_grad=True)
+    hidden = x * 3
+    saved = hidden * hidden  # the graph saves `hidden` for backward
+    ref = weakref.ref(hidden)
+    log.log(loss=saved.sum())
+    del hidden, saved
+    gc.collect()
+    assert ref() is None  # only a detached value was kept
+
+
+def test_nan_and_inf_are_recorded_not_rejected():
+    log = ScalarLog()
+    log.log(loss=float("nan"))
+    log.log(loss=torch.tensor(float("inf")))
+    log.log(loss=np.float32(1.5))
+    values = log.series("loss")[1]
+    assert np.isnan(values[0]) and np.isinf(values[1]) and values[2] == 1.5
+
+
+@pytest.mark.parametrize("bad, pattern", [
+    ("abc", "got str"),
+    ([1.0, 2.0], "got list"),
+    (None, "got NoneType"),
+    (torch.ones(3), "shape \\(3,\\)"),
+    (np.array(["x"]), "got numpy.ndarray"),
+])
+def test_bad_values_raise_clear_errors(bad, pattern):
+    log = ScalarLog()
+    with pytest.raises(VizdebugError, match=pattern) as info:
+        log.log(loss=bad)
+    assert "loss" in str(info.value)
+
+
+def test_bad_step_is_a_type_error():
+    with pytest.raises(VizdebugTypeError, match="step must be an int"):
+        ScalarLog().log("3", loss=1.0)
+
+
+def test_unknown_metric_lists_what_was_logged():
+    log = ScalarLog()
+    log.log(loss=1.0)
+    with pytest.raises(VizdebugError, match="logged: loss"):
+        log.series("acc")
+
+
+def test_a_million_steps_stay_bounded_and_keep_extremes():
+    log = ScalarLog(capacity=2000, chunk=4096)
+    spike_at, nan_at = 400_000, 900_000
+    for step in range(1_000_000):
+        if step == spike_at:
+            log.log(loss=1e6)
+        elif step == nan_at:
+            log.log(loss=float("nan"))
+        else:
+            log.log(loss=1.0 / (1 + step))
+    assert log.stored_points() <= 2000 + 4096
+    steps, values, _ = log.series("loss")
+    assert steps.size <= 2000
+    assert np.nanmax(values) == 1e6 and spike_at in steps
+    assert nan_at in steps[np.isnan(values)]
+    assert steps[0] == 0 and steps[-1] == 999_999
+    assert log._series["loss"].total == 1_000_000
+
+
+def test_series_compaction_halves_and_keeps_order():
+    s = Series(8)
+    s.extend(np.arange(20), np.arange(20.0), np.zeros(20))
+    step, value, _ = s.arrays()
+    assert step.size <= 8 and np.all(np.diff(step) > 0) and step[-1] == 19

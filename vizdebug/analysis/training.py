@@ -1,0 +1,466 @@
+"""Diagnosis of a training run from collected records: pure numpy, no hooks, no widgets.
+
+:class:`TrainingRecords` is the one narrow interface between collectors (or a stored run)
+and the rules: scalars by name, sampled per-layer activation and gradient statistics,
+anomaly events and loader timing. :func:`diagnose` applies every rule and returns
+:class:`~vizdebug.findings.Findings`. Thresholds are module constants; each one says
+where it comes from (an anchor, or the calibration runs in ``tests/test_training_rules.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..findings import Finding, Findings
+from .curves import rolling_median
+
+ACTIVATION_FIELDS = ("mean", "std", "zero", "dead", "saturated", "nonfinite", "absmax", "numel",
+                     "order")
+GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
+ACTIVATION_CLASSES = frozenset({
+    "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",
+    "Threshold", "PReLU", "RReLU",
+})
+
+# dead-units: DeepDiagnosis/AUTOTRAINER flag a layer at >= 70% dead; we flag half the
+# units of one activation layer dead (output exactly 0 over the whole batch) in most of
+# the recent samples. Clean digits CNNs stayed under 10%.
+DEAD_SHARE = 0.5
+# exploding: AUTOTRAINER uses a loss >= 1e5; we also flag a total gradient norm that grew
+# 100x above its early median (clean runs grew < 10x).
+EXPLODE_LOSS = 1e5
+EXPLODE_GROWTH = 100.0
+EXPLODE_RATIO = 70.0  # AUTOTRAINER: first/last layer gradient-norm ratio > 70
+# vanishing: AUTOTRAINER's first/last gradient-norm ratio < 1e-3 (on per-element norms).
+VANISH_RATIO = 1e-3
+# under/overfitting and instability, calibrated on digits runs (see tests).
+UNDERFIT_RATIO = 0.8
+UNDERFIT_MIN_STEPS = 100
+OVERFIT_RISE = 0.10
+OVERFIT_GAP = 3.0
+SPIKE_FACTOR = 2.0
+SPIKE_SHARE = 0.06
+UNSTABLE_REGRESSION = 0.5
+INPUT_BOUND_SHARE = 0.5
+MIN_BATCHES = 20
+
+
+@dataclass
+class TrainingRecords:
+    """Everything the rules look at, as plain arrays.
+
+    Examples
+    --------
+    >>> rec = TrainingRecords(scalars={"loss": (np.arange(3), np.array([1.0, np.nan, 2.0]))})
+    >>> diagnose(rec).codes
+    ['nonfinite-loss']
+    """
+
+    scalars: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    module_paths: list[str] = field(default_factory=list)
+    module_classes: list[str] = field(default_factory=list)
+    act_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    activations: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 9)))
+    param_paths: list[str] = field(default_factory=list)
+    param_numel: list[int] = field(default_factory=list)
+    grad_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    grads: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 3)))
+    events: list[dict[str, Any]] = field(default_factory=list)
+    loader: dict[str, Any] = field(default_factory=dict)
+    errors: list[tuple[str, str, int]] = field(default_factory=list)
+    every: int = 1
+
+    def act(self, name: str) -> np.ndarray:
+        """One activation field as ``(samples, modules)``."""
+        return self.activations[:, :, ACTIVATION_FIELDS.index(name)]
+
+    def grad(self, name: str) -> np.ndarray:
+        """One gradient field as ``(samples, params)``."""
+        return self.grads[:, :, GRAD_FIELDS.index(name)]
+
+    def train_loss(self) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """The training loss curve: ``loss``, else the first ``*loss*`` that is not eval."""
+        names = [n for n in self.scalars if "loss" in n and not _is_eval(n)]
+        if "loss" in self.scalars:
+            names.insert(0, "loss")
+        if not names:
+            return None
+        steps, values = self.scalars[names[0]]
+        return names[0], steps, values
+
+    def val_loss(self) -> tuple[str, np.ndarray, np.ndarray] | None:
+        """The validation loss curve (``val_loss`` or another eval ``*loss*``)."""
+        names = [n for n in self.scalars if "loss" in n and _is_eval(n)]
+        if not names:
+            return None
+        steps, values = self.scalars[names[0]]
+        return names[0], steps, values
+
+
+def _is_eval(name: str) -> bool:
+    return name.startswith(("val_", "valid_", "validation_", "test_", "eval_"))
+
+
+def _f(x: float) -> str:
+    return f"{x:.3g}"
+
+
+# -- anomalies --------------------------------------------------------------------------
+def rule_nonfinite_loss(rec: TrainingRecords) -> list[Finding]:
+    """Any ``*loss*`` metric that went NaN or infinite."""
+    out = []
+    for name, (steps, values) in rec.scalars.items():
+        bad = ~np.isfinite(values)
+        if "loss" not in name or not bad.any():
+            continue
+        first = int(steps[np.argmax(bad)])
+        before = values[: int(np.argmax(bad))]
+        last_good = before[np.isfinite(before)]
+        trend = f"; last finite value {_f(last_good[-1])}" if last_good.size else ""
+        out.append(Finding(
+            "nonfinite-loss", "error",
+            f"{name} was NaN/inf at {int(bad.sum())} of {values.size} logged steps, "
+            f"first at step {first}{trend}",
+            where=name, evidence={"first_step": first, "count": int(bad.sum())},
+            hint="Usually a learning rate too high (the loss grows, then overflows), log(0) "
+                 "or a division by zero in the loss, or NaN in the inputs. Lower the learning "
+                 "rate, clip gradients (torch.nn.utils.clip_grad_norm_), use "
+                 "CrossEntropyLoss/log_softmax rather than log(softmax(x)).",
+        ))
+    return out
+
+
+def rule_events(rec: TrainingRecords) -> list[Finding]:
+    """Anomalies the hooks saw: the first non-finite activation, modules fed ``None``."""
+    out, seen = [], set()
+    for ev in rec.events:
+        key = (ev["kind"], ev["module_path"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if ev["kind"] == "nonfinite-activation":
+            hint = ("The first module whose output is NaN/inf. If its input was already "
+                    "non-finite, look at the data; otherwise its weights diverged (lower the "
+                    "learning rate, clip gradients) or it computes log/sqrt/division of "
+                    "values that reach 0 or below (add an epsilon, clamp).")
+        else:
+            source = ev.get("detail", {}).get("source")
+            hint = ("A forward() that forgot its `return` hands None to the next module"
+                    + (f" (here {source!r} returned None)" if source else "")
+                    + "; also check a dataset/collate_fn that yields None.")
+        out.append(Finding(ev["kind"], "error", ev["message"], where=ev["module_path"],
+                           evidence={"step": ev["step"], "class": ev["module_class"]},
+                           hint=hint))
+    return out
+
+
+# -- gradients --------------------------------------------------------------------------
+def _total_grad_norm(rec: TrainingRecords) -> np.ndarray:
+    g = rec.grad("grad_norm")
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.nansum(g**2, axis=1)) + np.where(np.isfinite(g).all(axis=1), 0, np.nan)
+
+
+def rule_exploding(rec: TrainingRecords) -> list[Finding]:
+    """A loss that blew up, gradient norms that grew far above their early level, or
+    gradients much larger at the input than at the output (AUTOTRAINER)."""
+    hint = ("Lower the learning rate, clip gradients (clip_grad_norm_), check the init "
+            "(a too-large std) and that inputs are normalised.")
+    found = _exploding_from_loss(rec, hint)
+    if found or rec.grads.shape[0] == 0:
+        return found
+    total = _total_grad_norm(rec)
+    if not np.isfinite(total).all():
+        if _nonfinite_seen(rec):  # a consequence of the NaN already reported, not a cause
+            return []
+        first = int(rec.grad_steps[np.argmax(~np.isfinite(total))])
+        return [Finding("exploding-gradients", "error",
+                        f"gradient norm became NaN/inf at sampled step {first}",
+                        evidence={"first_step": first}, hint=hint)]
+    early = np.median(total[: max(1, total.size // 4)])
+    growth = total.max() / early if early > 0 else 0.0
+    if total.size >= 3 and growth >= EXPLODE_GROWTH:
+        peak = int(rec.grad_steps[np.argmax(total)])
+        return [Finding("exploding-gradients", "warning",
+                        f"total gradient norm reached {_f(total.max())} at step {peak}, "
+                        f"{_f(growth)}x its early median {_f(early)}",
+                        evidence={"growth": float(growth), "peak_step": peak}, hint=hint)]
+    ratio = _first_last_ratio(rec)
+    if ratio is not None and ratio[0] > EXPLODE_RATIO:
+        return [Finding("exploding-gradients", "warning",
+                        f"gradients at the first layer {ratio[1]!r} are {_f(ratio[0])}x those "
+                        f"at the last layer {ratio[2]!r} (per element)",
+                        where=ratio[1], evidence={"ratio": ratio[0]}, hint=hint)]
+    return []
+
+
+def _nonfinite_seen(rec: TrainingRecords) -> bool:
+    if any(ev["kind"] == "nonfinite-activation" for ev in rec.events):
+        return True
+    return any("loss" in n and not np.isfinite(v).all() for n, (_, v) in rec.scalars.items())
+
+
+def _exploding_from_loss(rec: TrainingRecords, hint: str) -> list[Finding]:
+    loss = rec.train_loss()
+    if loss is None:
+        return []
+    name, steps, values = loss
+    huge = np.isfinite(values) & (np.abs(values) >= EXPLODE_LOSS)
+    if not huge.any():
+        return []
+    first = int(steps[np.argmax(huge)])
+    return [Finding("exploding-gradients", "error",
+                    f"{name} reached {_f(np.max(np.abs(values[huge])))} (>= {EXPLODE_LOSS:g}), "
+                    f"first at step {first}",
+                    where=name, evidence={"first_step": first}, hint=hint)]
+
+
+def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str] | None:
+    """Median per-element gradient norm of the first weight over the last weight's."""
+    if rec.grads.shape[0] < 3:
+        return None
+    numel = np.asarray(rec.param_numel, dtype=float)
+    weights = [i for i, n in enumerate(numel)
+               if n > 1 and not rec.param_paths[i].endswith("bias")]
+    if len(weights) < 2:
+        return None
+    first, last = weights[0], weights[-1]
+    recent = rec.grad("grad_norm")[rec.grads.shape[0] // 2:]
+    rms_first = recent[:, first] / np.sqrt(numel[first])
+    rms_last = recent[:, last] / np.sqrt(numel[last])
+    with np.errstate(all="ignore"):
+        ratios = rms_first / rms_last
+    ok = np.isfinite(ratios)
+    if not ok.any():
+        return None
+    ratio = float(np.median(ratios[ok]))
+    if not np.median(rms_first[ok]) > 0:
+        # exactly zero gradients mean blocked (dead units, detached graph), not vanishing
+        return None
+    return ratio, rec.param_paths[first], rec.param_paths[last]
+
+
+def rule_vanishing(rec: TrainingRecords) -> list[Finding]:
+    """The first layer's gradient a thousand times smaller (per element) than the last's."""
+    found = _first_last_ratio(rec)
+    if found is None or found[0] >= VANISH_RATIO:
+        return []
+    ratio, first, last = found
+    return [Finding(
+        "vanishing-gradients", "warning",
+        f"gradients at the first layer {first!r} are {_f(ratio)} times those at the last "
+        f"layer {last!r} (per element, median over the recent samples)",
+        where=first, evidence={"ratio": ratio},
+        hint="Saturating activations (sigmoid/tanh) in a deep stack or a too-small init: use "
+             "ReLU-family activations, He/Xavier init, normalisation layers or residual "
+             "connections.",
+    )]
+
+
+# -- activations ------------------------------------------------------------------------
+def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
+    """Activation layers where most units output exactly zero for the whole batch."""
+    if rec.activations.shape[0] < 3:
+        return []
+    dead = rec.act("dead")[rec.activations.shape[0] // 2:]
+    out = []
+    for m, cls in enumerate(rec.module_classes):
+        col = dead[:, m][np.isfinite(dead[:, m])]
+        if cls not in ACTIVATION_CLASSES or col.size < 2:
+            continue
+        share = float(np.median(col))
+        if share >= DEAD_SHARE:
+            out.append(Finding(
+                "dead-units", "warning",
+                f"{share:.0%} of the units of {rec.module_paths[m]!r} ({cls}) output 0 for "
+                f"every sample of the batch (median of the last {col.size} samples)",
+                where=rec.module_paths[m], evidence={"dead_share": share},
+                hint="Dying ReLUs: a learning rate too high or a large negative bias pushed "
+                     "units below zero for good. Lower the learning rate, check the init, "
+                     "or use LeakyReLU/GELU.",
+            ))
+    return out
+
+
+# -- curves -----------------------------------------------------------------------------
+def rule_underfitting(rec: TrainingRecords) -> list[Finding]:
+    """A training loss that barely moved after enough steps."""
+    loss = rec.train_loss()
+    if loss is None:
+        return []
+    name, steps, values = loss
+    finite = np.isfinite(values)
+    if steps.size == 0 or steps[finite].size < 10 or steps.max() < UNDERFIT_MIN_STEPS:
+        return []
+    y = values[finite]
+    start = float(np.median(y[: max(3, y.size // 20)]))
+    end = float(np.median(y[-max(3, y.size // 10):]))
+    if start <= 0 or end / start < UNDERFIT_RATIO:
+        return []
+    hint = ("The model is not learning: a learning rate too small, labels that do not match "
+            "the inputs (shuffled or misaligned), frozen parameters, un-normalised inputs, "
+            "or a model too small for the task.")
+    if rec.grads.shape[0] and np.nanmax(np.abs(rec.grad("update_ratio"))) == 0:
+        hint = ("Parameters never change between steps although gradients exist: "
+                "optimizer.step() is not called, or the optimizer holds other parameters.")
+    return [Finding(
+        "underfitting", "warning",
+        f"{name} went from {_f(start)} to {_f(end)} over {int(steps.max())} steps "
+        f"({end / start:.0%} of where it started)",
+        where=name, evidence={"start": start, "end": end}, hint=hint,
+    )]
+
+
+def rule_overfitting(rec: TrainingRecords) -> list[Finding]:
+    """Validation loss rising from its best while the training loss keeps falling."""
+    val, train = rec.val_loss(), rec.train_loss()
+    if val is None or train is None:
+        return []
+    vname, vsteps, vvals = val
+    ok = np.isfinite(vvals)
+    vsteps, vvals = vsteps[ok], vvals[ok]
+    if vvals.size < 4:
+        return []
+    best = int(np.argmin(vvals))
+    rise = vvals[-1] / vvals[best] - 1 if vvals[best] > 0 else 0.0
+    sustained = best <= vvals.size - 3 and (vvals[-2:] > (1 + OVERFIT_RISE / 2) * vvals[best]).all()
+    tsteps, tvals = train[1], train[2]
+    t_end = _value_near(tsteps, tvals, vsteps[-1])
+    t_best = _value_near(tsteps, tvals, vsteps[best])
+    gap = vvals[-1] / t_end if t_end > 0 else np.inf
+    if not sustained or rise < OVERFIT_RISE or gap < OVERFIT_GAP or not t_end < t_best:
+        return []
+    return [Finding(
+        "overfitting", "warning",
+        f"{vname} rose {rise:.0%} from its best {_f(vvals[best])} (step {int(vsteps[best])}) "
+        f"to {_f(vvals[-1])}, while {train[0]} fell from {_f(t_best)} to {_f(t_end)} "
+        f"({_f(gap)}x below validation)",
+        where=vname, evidence={"best_step": int(vsteps[best]), "rise": float(rise),
+                               "gap": float(gap)},
+        hint="The model memorises the training set: stop at the best epoch (early "
+             "stopping), add data or augmentation, weight decay or dropout, or use a "
+             "smaller model.",
+    )]
+
+
+def _value_near(steps: np.ndarray, values: np.ndarray, at: int, window: int = 20) -> float:
+    """Median training value over the ``window`` logged points up to step ``at``."""
+    ok = np.isfinite(values) & (steps <= at)
+    y = values[ok][-window:]
+    return float(np.median(y)) if y.size else float("nan")
+
+
+def loss_instability(y: np.ndarray, window: int = 25) -> tuple[float, float]:
+    """``(spike_share, regression)`` of a finite loss curve.
+
+    ``spike_share``: share of steps (after the first 10%) above ``SPIKE_FACTOR`` times the
+    running median *and* more than a tenth of the initial loss above it (so noise around
+    a loss near zero does not count). ``regression``: how much of the progress from the
+    start to the best running median was lost by the end (0 = none, 1 = all); 0 when the
+    running median never improved by 10%.
+    """
+    base = rolling_median(y, window)
+    tail = slice(y.size // 10, None)
+    with np.errstate(all="ignore"):
+        spikes = (y[tail] > SPIKE_FACTOR * base[tail]) & (y[tail] - base[tail] > 0.1 * abs(y[0]))
+    smooth = base[window:]
+    start = float(np.median(y[:window]))
+    progress = start - float(smooth.min()) if smooth.size else 0.0
+    # a flat curve has no progress to give back: its noise must not count as regression
+    learned = progress > 0.1 * abs(start)
+    regression = float(smooth[-1] - smooth.min()) / progress if learned else 0.0
+    return float(spikes.mean()), regression
+
+
+def rule_unstable(rec: TrainingRecords) -> list[Finding]:
+    """Frequent loss spikes, or a running median that gave back much of its progress."""
+    loss = rec.train_loss()
+    if loss is None:
+        return []
+    name, steps, values = loss
+    y = values[np.isfinite(values)]
+    if y.size < 50:
+        return []
+    share, regression = loss_instability(y)
+    if share < SPIKE_SHARE and regression < UNSTABLE_REGRESSION:
+        return []
+    what = (f"{share:.0%} of steps spike above {SPIKE_FACTOR:g}x the running median"
+            if share >= SPIKE_SHARE else
+            f"the running median gave back {regression:.0%} of its progress since the start")
+    return [Finding(
+        "unstable-loss", "warning", f"{name} is unstable: {what}", where=name,
+        evidence={"spike_share": share, "regression": regression},
+        hint="A learning rate too high for this batch size (lower it or add warm-up), "
+             "no gradient clipping, or a few bad samples/batches (look at the spiking steps).",
+    )]
+
+
+# -- data -------------------------------------------------------------------------------
+def rule_input_bound(rec: TrainingRecords) -> list[Finding]:
+    """The loop waits for data more than it computes."""
+    t = rec.loader
+    if not t or t.get("batches", 0) < MIN_BATCHES:
+        return []
+    wait, compute = t["total_wait"], t["total_compute"]
+    if wait + compute <= 0:
+        return []
+    share = wait / (wait + compute)
+    if share < INPUT_BOUND_SHARE:
+        return []
+    per = 1000 * np.median(t["wait"]) if len(t["wait"]) else float("nan")
+    return [Finding(
+        "input-bound", "warning",
+        f"{share:.0%} of the loop's time is spent waiting for data "
+        f"(median {per:.3g} ms per batch over {t['batches']} batches)",
+        evidence={"wait_share": share},
+        hint="Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, "
+             "cache decoded data, or move per-sample transforms to batched GPU ops.",
+    )]
+
+
+def rule_input_nonfinite(rec: TrainingRecords) -> list[Finding]:
+    """Sampled input batches that hold NaN/inf."""
+    bad = rec.loader.get("nonfinite_batches", [])
+    if not bad:
+        return []
+    return [Finding(
+        "input-nonfinite", "error",
+        f"{len(bad)} sampled input batches hold NaN/inf values, first batch {bad[0]}",
+        where=f"batch {bad[0]}", evidence={"batches": bad[:20]},
+        hint="Check the dataset and transforms (a division by a zero std, a corrupt "
+             "sample); vd.check_dataset(dataset) names the samples.",
+    )]
+
+
+def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
+    """Exceptions inside collectors, reported instead of reaching the training loop."""
+    return [Finding("collector-error", "warning",
+                    f"{where} raised {message} ({count}x); vizdebug skipped it, training was "
+                    "not affected", where=where,
+                    hint="A vizdebug bug or an unusual module output; please report it.")
+            for where, message, count in rec.errors]
+
+
+RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
+    rule_events, rule_nonfinite_loss, rule_exploding, rule_vanishing, rule_dead_units,
+    rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
+    rule_input_nonfinite, rule_collector_errors,
+)
+
+
+def diagnose(rec: TrainingRecords) -> Findings:
+    """Apply every rule to ``rec``.
+
+    Examples
+    --------
+    >>> diagnose(TrainingRecords()).codes
+    []
+    """
+    found: list[Finding] = []
+    for rule in RULES:
+        found.extend(rule(rec))
+    return Findings(found)

@@ -1,0 +1,130 @@
+"""What happens at an anomaly (a non-finite activation, a ``None`` input): the policy.
+
+``warn`` records it and warns once per session, ``raise`` raises :class:`WatchAnomaly`
+from inside the hook (so it propagates out of ``model(x)``, at the module that saw it),
+``pdb`` opens a post-mortem debugger in the hook's frame (``module``, ``inputs`` and
+``output`` are locals there) and then raises, ``ignore`` only records it. In every mode the
+anomaly is kept and reported by ``Session.findings()``.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AnomalyError, VizdebugError
+
+ON_ANOMALY = ("warn", "raise", "pdb", "ignore")
+
+
+class AnomalyWarning(RuntimeWarning):
+    """Warned once per session when a watched model shows an anomaly."""
+
+
+class WatchAnomaly(AnomalyError):
+    """Raised by ``watch(..., on_anomaly="raise")``; carries the anomaly's details.
+
+    Attributes
+    ----------
+    kind : str
+        ``"nonfinite-activation"`` or ``"input-none"``.
+    module_path, module_class : str
+        Where it happened (``"encoder.2.1"``, ``"Conv2d"``).
+    step : int
+        The training step (forward passes in training mode, counted from 0).
+    """
+
+    def __init__(self, message: str, *, kind: str, module_path: str, module_class: str,
+                 step: int) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.module_path = module_path
+        self.module_class = module_class
+        self.step = step
+
+
+@dataclass(frozen=True)
+class AnomalyEvent:
+    """One anomaly seen by a hook (or found when sampled statistics were read)."""
+
+    kind: str
+    step: int
+    module_path: str
+    module_class: str
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def check_on_anomaly(value: object) -> str:
+    """Validate the ``on_anomaly`` argument.
+
+    Examples
+    --------
+    >>> check_on_anomaly("raise")
+    'raise'
+    """
+    if not isinstance(value, str) or value not in ON_ANOMALY:
+        raise VizdebugError(
+            f"on_anomaly must be one of {', '.join(repr(v) for v in ON_ANOMALY)}; "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _default_debugger(frame: Any) -> None:
+    import pdb
+
+    pdb.Pdb().interaction(frame, None)
+
+
+class AnomalyPolicy:
+    """Applies ``on_anomaly`` to each :class:`AnomalyEvent`; keeps the first few events.
+
+    Examples
+    --------
+    >>> policy = AnomalyPolicy("ignore")
+    >>> policy.handle(AnomalyEvent("input-none", 3, "fc", "Linear", "fc got None"))
+    >>> len(policy.events)
+    1
+    """
+
+    max_events = 50
+
+    def __init__(self, mode: str = "warn",
+                 debugger: Callable[[Any], None] = _default_debugger) -> None:
+        self.mode = check_on_anomaly(mode)
+        self.debugger = debugger
+        self.events: list[AnomalyEvent] = []
+        self.warned = False
+
+    @property
+    def immediate(self) -> bool:
+        """True when anomalies must be caught at once (a check, and a sync, every step)."""
+        return self.mode in ("raise", "pdb")
+
+    def record(self, event: AnomalyEvent) -> None:
+        """Keep the event (bounded) and warn once in ``warn`` mode; never raises."""
+        if len(self.events) < self.max_events:
+            self.events.append(event)
+        if self.mode == "warn" and not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"vizdebug: {event.message} (further anomalies are reported by "
+                "session.findings(), without warnings)",
+                AnomalyWarning, stacklevel=2,
+            )
+
+    def handle(self, event: AnomalyEvent, frame: Any = None) -> None:
+        """Record the event, then raise or debug as the mode says (called inside a hook)."""
+        self.record(event)
+        if self.mode not in ("raise", "pdb"):
+            return
+        error = WatchAnomaly(event.message, kind=event.kind, module_path=event.module_path,
+                             module_class=event.module_class, step=event.step)
+        if self.mode == "pdb":
+            # The hooks pass their own frame, where module, inputs and output are locals.
+            self.debugger(frame if frame is not None else sys._getframe(1))
+        raise error

@@ -1,0 +1,211 @@
+"""The loader tap: time spent waiting for data vs computing, and what the batches hold.
+
+The tap wraps the *iterator* a loader returns, never the dataset, so it works with
+``num_workers > 0`` (workers never see it). For a ``DataLoader`` passed to ``watch`` the
+loader's class is swapped for a subclass whose ``__iter__`` adds the tap; ``close()``
+swaps it back, so the user's own ``for x, y in loader`` loop is tapped unchanged. Any
+other iterable can be tapped explicitly with ``session.tap(iterable)``.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import VizdebugTypeError, describe
+from .samples import SampleBuffer
+
+BATCH_FIELDS = ("min", "max", "mean", "std", "nonfinite", "numel")
+_TAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_TAPPED_CLASSES: dict[type, type] = {}
+
+
+def batch_input(batch: Any) -> Any:
+    """The model input in a batch: the batch itself, its first item, or a dict's first tensor."""
+    if isinstance(batch, dict):
+        for value in batch.values():
+            if hasattr(value, "shape"):
+                return value
+        return None
+    if isinstance(batch, (tuple, list)) and batch:
+        return batch[0]
+    return batch
+
+
+def batch_summary(x: Any) -> tuple[str, str, np.ndarray] | None:
+    """``(shape, dtype, BATCH_FIELDS values)`` of a tensor or array, or ``None``."""
+    if x is None or not hasattr(x, "shape"):
+        return None
+    shape, dtype = str(tuple(x.shape)), str(x.dtype).replace("torch.", "")
+    if hasattr(x, "detach"):
+        x = x.detach()
+        if x.device.type != "cpu":
+            x = x.cpu()
+        x = x.double().numpy() if x.numel() else np.empty(0)
+    arr = np.asarray(x, dtype=float).reshape(-1)
+    finite = arr[np.isfinite(arr)]
+    if finite.size == 0:
+        values = [np.nan] * 4
+    else:
+        values = [finite.min(), finite.max(), finite.mean(), finite.std()]
+    return shape, dtype, np.asarray([*values, arr.size - finite.size, arr.size], dtype=float)
+
+
+class LoaderTap:
+    """Timing and batch statistics for the batches a loader yields.
+
+    Examples
+    --------
+    >>> tap = LoaderTap(every=1)
+    >>> for batch in tap.wrap(iter([np.zeros((2, 3)), np.ones((2, 3))])):
+    ...     pass
+    >>> tap.batches
+    2
+    """
+
+    def __init__(self, *, every: int = 1, capture: int = 4, capacity: int = 10_000,
+                 clock: Callable[[], float] = time.perf_counter,
+                 on_error: Callable[[str, BaseException], None] | None = None) -> None:
+        self.every = every
+        self.clock = clock
+        self.on_error = on_error or (lambda where, exc: None)
+        self.wait = deque(maxlen=capacity)
+        self.compute = deque(maxlen=capacity)
+        self.total_wait = 0.0
+        self.total_compute = 0.0
+        self.batches = 0
+        self.stats = SampleBuffer(1000)
+        self.shapes: dict[str, int] = {}
+        self.dtypes: dict[str, int] = {}
+        self.captured: deque = deque(maxlen=capture)
+        self.closed = False
+        self._loader_ref: weakref.ref | None = None
+        self._original_class: type | None = None
+
+    # -- attaching to a DataLoader --------------------------------------------------------
+    def attach(self, loader: Any) -> LoaderTap:
+        """Tap ``loader``'s iterators from now on, by giving it a tapped subclass."""
+        cls = type(loader)
+        if not hasattr(cls, "__iter__") or cls.__module__ == "builtins":
+            raise VizdebugTypeError(
+                f"watch(loader=...) takes a DataLoader (or another loader object), got "
+                f"{describe(loader)}; for a plain iterable write "
+                "`for batch in session.tap(iterable):` instead"
+            )
+        original = getattr(cls, "_vizdebug_original_class", cls)
+        try:
+            loader.__class__ = _tapped_class(original)
+            _TAPS[loader] = self
+        except TypeError as exc:
+            raise VizdebugTypeError(
+                f"cannot tap {describe(loader)}: {exc}; use `session.tap(loader)` in the loop"
+            ) from exc
+        self._loader_ref, self._original_class = weakref.ref(loader), original
+        return self
+
+    def detach(self) -> None:
+        """Give the loader its own class back (harmless when called twice)."""
+        self.closed = True
+        loader = self._loader_ref() if self._loader_ref is not None else None
+        if loader is not None and _TAPS.get(loader) is self:
+            del _TAPS[loader]
+            loader.__class__ = self._original_class
+        self._loader_ref = None
+
+    # -- the tapped iterator ----------------------------------------------------------------
+    def wrap(self, iterator: Iterator) -> TappedIterator:
+        """An iterator that yields what ``iterator`` yields and records timing."""
+        return TappedIterator(iterator, self)
+
+    def record(self, batch: Any, waited: float, computed: float | None) -> None:
+        """Account one batch (called by :class:`TappedIterator`; never raises)."""
+        try:
+            self.batches += 1
+            self.wait.append(waited)
+            self.total_wait += waited
+            if computed is not None:
+                self.compute.append(computed)
+                self.total_compute += computed
+            if (self.batches - 1) % self.every == 0:
+                self._describe(batch)
+        except Exception as exc:
+            self.on_error("the loader tap", exc)
+
+    def _describe(self, batch: Any) -> None:
+        summary = batch_summary(batch_input(batch))
+        self.captured.append(batch)
+        if summary is None:
+            return
+        shape, dtype, values = summary
+        self.shapes[shape] = self.shapes.get(shape, 0) + 1
+        self.dtypes[dtype] = self.dtypes.get(dtype, 0) + 1
+        self.stats.append(self.batches - 1, values)
+
+    def timing(self) -> dict[str, Any]:
+        """Per-batch wait and compute seconds (recent ones) and the totals."""
+        return {
+            "wait": np.asarray(self.wait, dtype=float),
+            "compute": np.asarray(self.compute, dtype=float),
+            "total_wait": self.total_wait,
+            "total_compute": self.total_compute,
+            "batches": self.batches,
+        }
+
+
+class TappedIterator:
+    """Times ``next()`` (waiting for data) and the gap between batches (computing)."""
+
+    def __init__(self, inner: Iterator, tap: LoaderTap) -> None:
+        self._inner = inner
+        self._tap = tap
+        self._last: float | None = None
+
+    def __iter__(self) -> TappedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        clock = self._tap.clock
+        start = clock()
+        batch = next(self._inner)
+        end = clock()
+        computed = None if self._last is None else start - self._last
+        self._last = end
+        if not self._tap.closed:
+            self._tap.record(batch, end - start, computed)
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _tapped_iter(self: Any) -> Iterator:
+    original = type(self)._vizdebug_original_class
+    iterator = original.__iter__(self)
+    tap = _TAPS.get(self)
+    if tap is None or tap.closed:
+        return iterator
+    return tap.wrap(iterator)
+
+
+def _tapped_class(cls: type) -> type:
+    """A subclass of ``cls`` whose iterators are tapped (one per class, reused)."""
+    tapped = _TAPPED_CLASSES.get(cls)
+    if tapped is None:
+        namespace = {"__iter__": _tapped_iter, "_vizdebug_original_class": cls,
+                     "__module__": cls.__module__, "__qualname__": cls.__qualname__}
+        tapped = type(cls.__name__, (cls,), namespace)
+        _TAPPED_CLASSES[cls] = tapped
+    return tapped
+
+
+def tap_iterable(iterable: Iterable, tap: LoaderTap) -> Iterator:
+    """Tap one pass over any iterable."""
+    return tap.wrap(iter(iterable))

@@ -1,0 +1,298 @@
+"""``watch(model)``: the Session that ties hooks, loader tap, scalar log and sampler together.
+
+A Session is the one object a notebook keeps: ``log()`` during training, ``dashboard()``
+to see it live, ``findings()`` for the diagnosis, ``scalars()`` for the numbers, and
+``to_html()`` so ``vd.report(session, path)`` works. Watching the same model again (a
+re-run cell) closes the previous session first, so hooks never pile up.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+import weakref
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..analysis.training import TrainingRecords, diagnose
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..findings import Findings
+from .anomaly import AnomalyPolicy, check_on_anomaly
+from .hooks import ModelHooks
+from .loader import BATCH_FIELDS, LoaderTap, tap_iterable
+from .scalars import ScalarLog
+from .system import SystemSampler
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+
+DEFAULT_EVERY = 50
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _rank() -> int:
+    torch = sys.modules.get("torch")
+    try:
+        dist = torch.distributed if torch is not None else None
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:
+        pass
+    return 0
+
+
+def _check_model(model: object) -> None:
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(model, torch.nn.Module):
+        raise VizdebugTypeError(
+            f"watch() takes a torch.nn.Module, got {describe(model)}; pass the model you "
+            "train, e.g. vd.watch(model, loader=train_loader)"
+        )
+
+
+def _check_every(every: object) -> int:
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise VizdebugError(f"every must be a positive int (sample every n-th step), got {every!r}")
+    return int(every)
+
+
+class Session:
+    """A watched training run. Build one with :func:`watch`.
+
+    Examples
+    --------
+    >>> import torch, vizdebug as vd
+    >>> model = torch.nn.Linear(3, 2)
+    >>> with vd.watch(model, every=1) as session:
+    ...     loss = model(torch.randn(4, 3)).pow(2).mean()
+    ...     loss.backward()
+    ...     session.log(loss=loss)
+    >>> session.scalars()["name"].tolist()
+    ['loss']
+    """
+
+    title = "vizdebug training session"
+    uses_plotly = True
+
+    def __init__(self, model: torch.nn.Module, *, every: int, policy: AnomalyPolicy,
+                 loader: Any = None, system_interval: float = 1.0) -> None:
+        self.every = every
+        self.policy = policy
+        self.rank = _rank()
+        self.log_store = ScalarLog()
+        self._errors: dict[tuple[str, str], int] = {}
+        self._error_lock = threading.Lock()
+        self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
+        self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
+        self.tap = LoaderTap(every=every, on_error=self._on_error)
+        if loader is not None:
+            self.tap.attach(loader)
+        self.system = SystemSampler(system_interval).start()
+        self.closed = False
+        self.failed: str | None = None
+        self._dashboards: list[weakref.ref] = []
+
+    # -- during training --------------------------------------------------------------------
+    def log(self, step: int | None = None, **metrics: Any) -> None:
+        """Record scalar metrics: numbers or one-element tensors (read later, in batches).
+
+        ``step`` counts itself: each call with a training metric is the next step; calls
+        with only ``val_*``/``test_*``/``epoch``/``lr`` metrics belong to the last one.
+
+        Examples
+        --------
+        >>> session.log(loss=loss)                  # doctest: +SKIP
+        >>> session.log(val_loss=0.3, val_acc=0.91)  # doctest: +SKIP
+        """
+        self.log_store.log(step, **metrics)
+
+    def tap_loader(self, iterable: Iterable) -> Iterator:
+        """Iterate ``iterable`` with timing and batch statistics (for non-DataLoader loops).
+
+        Examples
+        --------
+        >>> for x, y in session.tap_loader(my_batches):  # doctest: +SKIP
+        ...     ...
+        """
+        return tap_iterable(iterable, self.tap)
+
+    def _on_error(self, where: str, exc: BaseException) -> None:
+        key = (where, f"{type(exc).__name__}: {exc}"[:300])
+        with self._error_lock:
+            if key in self._errors or len(self._errors) < 20:
+                self._errors[key] = self._errors.get(key, 0) + 1
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def version(self) -> tuple[int, int, int, int]:
+        """Changes whenever something new was collected (for views that poll)."""
+        return (self.log_store.version + len(self.log_store._pending), self.hooks.step,
+                self.tap.batches, len(self.system.samples))
+
+    def records(self, *, flush: bool = True) -> TrainingRecords:
+        """Everything collected, as :class:`~vizdebug.analysis.training.TrainingRecords`.
+
+        ``flush=True`` also reads the step in progress (call it between steps); views that
+        poll from another thread pass ``flush=False``.
+        """
+        if flush and not self.closed:
+            self.hooks.flush()
+        else:
+            self.hooks.read_sealed()
+        hooks = self.hooks
+        scalars = {name: (s, v) for name, (s, v, _) in self.log_store.all_series().items()}
+        return TrainingRecords(
+            scalars=scalars, module_paths=list(hooks.module_paths),
+            module_classes=list(hooks.module_classes), act_steps=hooks.activations.steps(),
+            activations=hooks.activations.stacked(len(hooks.module_paths)),
+            param_paths=list(hooks.param_paths), param_numel=list(self.param_numel),
+            grad_steps=hooks.grads.steps(), grads=hooks.grads.stacked(len(hooks.param_paths)),
+            events=[vars(ev) for ev in self.policy.events], loader=self._loader_record(),
+            errors=[(w, m, c) for (w, m), c in list(self._errors.items())], every=self.every,
+        )
+
+    def _loader_record(self) -> dict[str, Any]:
+        record = self.tap.timing()
+        if record["batches"] == 0:
+            return {}
+        stats = self.tap.stats.stacked(len(BATCH_FIELDS))
+        steps = self.tap.stats.steps()
+        bad = stats[:, BATCH_FIELDS.index("nonfinite")] > 0 if stats.size else np.zeros(0, bool)
+        record.update(batch_steps=steps, batch_stats=stats,
+                      nonfinite_batches=[int(s) for s in steps[bad]],
+                      shapes=dict(self.tap.shapes), dtypes=dict(self.tap.dtypes))
+        return record
+
+    def findings(self) -> Findings:
+        """The diagnosis of everything collected so far.
+
+        Examples
+        --------
+        >>> session.findings()   # doctest: +SKIP
+        """
+        return diagnose(self.records())
+
+    def scalars(self) -> pd.DataFrame:
+        """Everything logged, long form: ``step``, ``name``, ``value``, ``time``, ``rank``.
+
+        Examples
+        --------
+        >>> session.scalars().pivot_table(index="step", columns="name", values="value")  # doctest: +SKIP
+        """
+        import pandas as pd
+
+        frames = [
+            pd.DataFrame({"step": s, "name": name, "value": v, "time": t})
+            for name, (s, v, t) in self.log_store.all_series().items()
+        ]
+        if not frames:
+            return pd.DataFrame({"step": pd.Series(dtype="int64"), "name": pd.Series(dtype=str),
+                                 "value": pd.Series(dtype=float),
+                                 "time": pd.Series(dtype=float), "rank": pd.Series(dtype="int64")})
+        df = pd.concat(frames, ignore_index=True)
+        df["rank"] = self.rank
+        return df.sort_values(["step", "name"], kind="stable").reset_index(drop=True)
+
+    def captured_batches(self) -> list[Any]:
+        """The last few input batches the loader tap kept (for ``vd.show_batch``)."""
+        return list(self.tap.captured)
+
+    # -- views --------------------------------------------------------------------------------
+    def dashboard(self, **options: Any) -> Any:
+        """The live training dashboard (see :class:`vizdebug.views.dashboard.Dashboard`).
+
+        Examples
+        --------
+        >>> session.dashboard()   # doctest: +SKIP
+        """
+        from ..views.dashboard import Dashboard
+
+        view = Dashboard.from_session(self, **options)
+        self._dashboards.append(weakref.ref(view))
+        return view
+
+    def to_html(self) -> str:
+        """The dashboard as it is now, as static HTML (used by ``vd.report``)."""
+        from ..views.dashboard import Dashboard
+
+        return Dashboard.from_session(self, live=False).to_html()
+
+    def _repr_html_(self) -> str:
+        return self.findings().to_html()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "watching"
+        return (f"<vizdebug Session {state}: {len(self.hooks.module_paths)} modules, "
+                f"step {self.hooks.step + 1}, every={self.every}>")
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Read what is left, remove every hook, stop the sampler (harmless twice)."""
+        if self.closed:
+            return
+        self.hooks.flush()
+        self.hooks.remove()
+        self.tap.detach()
+        self.system.stop()
+        self.closed = True
+        self._notify_views()
+
+    def _notify_views(self) -> None:
+        for ref in self._dashboards:
+            view = ref()
+            if view is not None:
+                view.refresh(force=True)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc is not None:
+            self.failed = "".join(traceback.format_exception_only(exc_type, exc)).strip()
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self.closed:
+                self.hooks.remove()
+                self.tap.detach()
+                self.system.stop()
+        except Exception:
+            pass
+
+
+def watch(model: torch.nn.Module, *, loader: Any = None, every: int = DEFAULT_EVERY,
+          on_anomaly: str = "warn") -> Session:
+    """Attach collectors to ``model`` (and ``loader``) and return the :class:`Session`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model you train. Held by a weak reference; its outputs are never changed.
+    loader : DataLoader, optional
+        Tapped for data-wait vs compute time, batch statistics and a few captured batches.
+    every : int
+        Per-layer statistics are taken every ``every``-th training step (default 50: under
+        3% overhead). ``None`` inputs are caught on every step.
+    on_anomaly : {"warn", "raise", "pdb", "ignore"}
+        What to do at the first non-finite activation or ``None`` input. ``"raise"`` and
+        ``"pdb"`` check every step (one device sync per module: slower, but exact).
+
+    Examples
+    --------
+    >>> session = vd.watch(model, loader=train_loader)   # doctest: +SKIP
+    >>> session.dashboard()                              # doctest: +SKIP
+    """
+    _check_model(model)
+    every = _check_every(every)
+    policy = AnomalyPolicy(check_on_anomaly(on_anomaly))
+    previous = _SESSIONS.get(model)
+    if previous is not None:
+        previous.close()
+    session = Session(model, every=every, policy=policy, loader=loader)
+    _SESSIONS[model] = session
+    return session

@@ -1,0 +1,219 @@
+"""The live training dashboard: curves, gradient/activation health, data timing, findings.
+
+One anywidget holds one plotly figure, redrawn in place in the browser (``Plotly.react``,
+zoom kept across refreshes). plotly.js travels once per kernel, in a shared bundle widget,
+instead of ~5 MB per figure. A daemon thread refreshes the figure from the session: only
+when something new was collected, never more than a few times a second, and with an
+interval that keeps the kernel time spent on the view under 2% (``budget``). So it updates
+while a loop runs in the same cell and while training runs in another thread.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+import weakref
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..analysis.training import TrainingRecords, diagnose
+from ..findings import Findings, findings_html
+from ._base import View, plotly_div
+from ._dashboard_figure import dashboard_figure
+
+_STATIC = Path(__file__).with_name("static")
+MIN_INTERVAL = 0.3
+BUDGET = 0.02
+
+
+class TrainingSource(Protocol):
+    """What a dashboard reads: a live Session or a stored run."""
+
+    closed: bool
+    failed: str | None
+
+    @property
+    def version(self) -> Any: ...
+
+    def records(self, *, flush: bool = True) -> TrainingRecords: ...
+
+
+@cache
+def _esm() -> str:
+    return (_STATIC / "dashboard_widget.js").read_text(encoding="utf-8")
+
+
+_bundle_lock = threading.Lock()
+_bundle: Any = None
+
+
+def plotly_bundle() -> Any:
+    """The one widget per kernel that carries plotly.js to the browser."""
+    global _bundle
+    import anywidget
+    import traitlets
+
+    with _bundle_lock:
+        if _bundle is None or getattr(_bundle, "comm", None) is None:
+            from plotly.offline import get_plotlyjs
+
+            class PlotlyBundle(anywidget.AnyWidget):
+                _esm = "export default { render() {} };"
+                source = traitlets.Unicode().tag(sync=True)
+
+            _bundle = PlotlyBundle(source=get_plotlyjs())
+        return _bundle
+
+
+def _widget_class() -> type:
+    import anywidget
+    import traitlets
+    from ipywidgets import widget_serialization
+
+    class DashboardWidget(anywidget.AnyWidget):
+        _esm = _esm()
+        bundle = traitlets.Any().tag(sync=True, **widget_serialization)
+        figure = traitlets.Dict().tag(sync=True)
+        findings_html = traitlets.Unicode().tag(sync=True)
+        status = traitlets.Unicode().tag(sync=True)
+        revision = traitlets.Int(0).tag(sync=True)
+
+    return DashboardWidget
+
+
+_WIDGET_CLASS: type | None = None
+
+
+def _status(source: TrainingSource, rec: TrainingRecords) -> str:
+    steps = [int(s.max()) + 1 for s, _ in rec.scalars.values() if s.size]
+    step = max(steps) if steps else 0
+    state = "closed" if source.closed else "running"
+    if source.failed:
+        state = f"failed: {source.failed}"
+    return f"step {step} · {state} · {len(rec.module_paths)} modules watched"
+
+
+class Dashboard(View):
+    """A live view of a training session (build it with ``session.dashboard()``).
+
+    Examples
+    --------
+    >>> dash = session.dashboard()      # doctest: +SKIP
+    >>> dash                            # doctest: +SKIP
+    """
+
+    title = "vizdebug training dashboard"
+    uses_plotly = True
+
+    def __init__(self, source: TrainingSource, *, live: bool = True,
+                 min_interval: float = MIN_INTERVAL, budget: float = BUDGET,
+                 clock: Any = time.perf_counter) -> None:
+        self.source = source
+        self.live = live
+        self.min_interval = min_interval
+        self.budget = budget
+        self.clock = clock
+        self.kernel_seconds = 0.0
+        self.refreshes = 0
+        self._last_version: Any = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._findings = Findings()
+
+    @classmethod
+    def from_session(cls, session: TrainingSource, **options: Any) -> Dashboard:
+        """A dashboard over ``session`` (or any object with ``records()`` and ``version``)."""
+        return cls(session, **options)
+
+    # -- content ----------------------------------------------------------------------------
+    def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
+        rec = self.source.records(flush=flush)
+        system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
+        self._findings = diagnose(rec)
+        figure = dashboard_figure(rec, system)
+        return figure, findings_html(self._findings), _status(self.source, rec)
+
+    @property
+    def findings(self) -> Findings:
+        """The findings shown at the last refresh."""
+        return self._findings
+
+    def _static_html(self) -> str:
+        figure, found, status = self._content(flush=not self.source.closed)
+        div_id = f"vd-dash-{id(self):x}-{self.refreshes}"
+        return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
+                f'<p class="vd-note">{html.escape(status)}</p>{found}'
+                f"{plotly_div(figure, div_id)}</div>")
+
+    # -- live widget ------------------------------------------------------------------------
+    def _build_widget(self) -> Any:
+        global _WIDGET_CLASS
+        if _WIDGET_CLASS is None:
+            _WIDGET_CLASS = _widget_class()
+        widget = _WIDGET_CLASS(bundle=plotly_bundle())
+        self._widget = widget
+        self.refresh(force=True)
+        if self.live:
+            self.start()
+        return widget
+
+    def refresh(self, force: bool = False) -> bool:
+        """Push new data to the widget if any arrived; returns True when it did."""
+        widget = self._widget
+        if widget is None:
+            return False
+        with self._lock:
+            version = (self.source.version, self.source.closed, self.source.failed)
+            if not force and version == self._last_version:
+                return False
+            start = self.clock()
+            figure, found, status = self._content(flush=False)
+            with widget.hold_sync():
+                widget.figure = figure
+                widget.findings_html = found
+                widget.status = status
+                widget.revision = widget.revision + 1
+            self._last_version = version
+            self.kernel_seconds += self.clock() - start
+            self.refreshes += 1
+            self._last_cost = self.clock() - start
+            return True
+
+    def next_interval(self) -> float:
+        """Seconds to wait before the next refresh: at least ``min_interval``, and long
+        enough that the last refresh's cost stays within ``budget`` of the time."""
+        cost = getattr(self, "_last_cost", 0.0)
+        return max(self.min_interval, cost / self.budget)
+
+    def start(self) -> None:
+        """Start the refresh thread (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=_refresh_loop, args=(weakref.ref(self),),
+                                            name="vizdebug-dashboard", daemon=True)
+            self._thread.start()
+
+    def __repr__(self) -> str:
+        return f"<vizdebug Dashboard over {self.source!r}>"
+
+
+def _refresh_loop(ref: weakref.ref) -> None:
+    """Refresh until the view is gone or its source closed (then once more, and stop)."""
+    while True:
+        view = ref()
+        if view is None:
+            return
+        interval = view.next_interval()
+        closed = view.source.closed
+        try:
+            view.refresh()
+        except Exception as exc:  # a broken refresh must not kill the kernel thread
+            view._widget.status = f"dashboard refresh failed: {type(exc).__name__}: {exc}"
+            return
+        if closed:
+            return
+        del view
+        time.sleep(interval)
