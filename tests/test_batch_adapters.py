@@ -17,6 +17,7 @@ from vizdebug.errors import VizdebugError
 DTYPES = [np.uint8, np.bool_, np.float16, np.float32, np.float64, np.int32, np.int64, np.int8]
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no numpy overflow noise on odd data
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hnp.arrays(dtype=st.sampled_from(DTYPES),
                   shape=hnp.array_shapes(min_dims=0, max_dims=5, min_side=0, max_side=9),

@@ -101,7 +101,8 @@ def scan_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings
         _read(ds, i, scan)
     found = _none_and_error_findings(scan, len(idx))
     found += _shape_findings(scan)
-    found += _content_findings(scan)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        found += _content_findings(scan)
     found += label_balance(list(scan.labels.values()))
     return Findings(found)
 

@@ -54,12 +54,35 @@ def _per_channel(value: float | Sequence[float] | None, c: int, name: str) -> np
     return arr
 
 
+SAMPLE_VALUES = 1 << 18  # decisions about scale read at most this many values
+
+
+def subsample(x: np.ndarray, limit: int = SAMPLE_VALUES) -> np.ndarray:
+    """A strided sample of at most ``limit`` values of ``x`` (all of them when small)."""
+    flat = x.reshape(-1)
+    return flat if flat.size <= limit else flat[:: -(-flat.size // limit)]
+
+
 def finite_range(x: np.ndarray) -> tuple[float, float] | None:
     """(min, max) over finite values, or None when nothing is finite."""
     if x.dtype.kind in "biu":
         return (float(x.min()), float(x.max())) if x.size else None
     finite = x[np.isfinite(x)]
     return (float(finite.min()), float(finite.max())) if finite.size else None
+
+
+def pooled(image: np.ndarray, max_side: int) -> np.ndarray:
+    """Mean-pool a C x H x W image by a whole factor so no side exceeds ~``max_side``.
+
+    NaN/Inf propagate into their pooled pixel, so a single bad value stays visible.
+    """
+    c, h, w = image.shape
+    f = -(-max(h, w) // max_side)  # ceil: the pooled side never exceeds max_side
+    if f < 2:
+        return image
+    hh, ww = (h // f) * f, (w // f) * f
+    x = image[:, :hh, :ww].astype(np.float32, copy=False)
+    return x.reshape(c, hh // f, f, ww // f, f).mean(axis=(2, 4))
 
 
 def infer_scaling(images: np.ndarray, mean=None, std=None) -> Scaling:
@@ -77,11 +100,18 @@ def infer_scaling(images: np.ndarray, mean=None, std=None) -> Scaling:
     if (m is None) != (s is None):
         raise VizdebugError("pass mean and std together (the values your Normalize used)")
     if m is not None:
-        raw = images.astype(np.float64) * s[None, :, None, None] + m[None, :, None, None]
-        base = _scaling_of(raw)
+        base = _scaling_of(_sample_images(images) * s[None, :, None, None] + m[None, :, None, None])
         note = f"un-normalised with the given mean/std; {base.note}"
         return Scaling("mean-std", base.lo, base.hi, note, base.absolute, m, s)
-    return _scaling_of(images)
+    return _scaling_of(_sample_images(images) if images.dtype.kind == "f" else images)
+
+
+def _sample_images(images: np.ndarray) -> np.ndarray:
+    """Up to 64 whole images, spread over the batch: enough to judge the value range."""
+    x = images[:: max(1, len(images) // 64)][:64]
+    n, c, h, w = x.shape
+    step = max(1, int(np.sqrt(h * w * n / (SAMPLE_VALUES / c))))
+    return x[:, :, ::step, ::step].astype(np.float64)
 
 
 def _scaling_of(x: np.ndarray) -> Scaling:
@@ -91,22 +121,25 @@ def _scaling_of(x: np.ndarray) -> Scaling:
         return Scaling("bool", zeros, ones, "boolean mask: False black, True white", True)
     if x.dtype == np.uint8:
         return Scaling("0-255", zeros, ones * 255, "uint8 values 0-255", True)
-    rng = finite_range(x)
-    if rng is None:
+    v = subsample(x)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
         return Scaling("minmax", zeros, ones, "no finite values", False)
-    lo, hi = rng
-    if lo >= -1e-3 and hi <= 1 + 1e-3:
-        return Scaling("0-1", zeros, ones, f"values {lo:.3g}..{hi:.3g}: read as 0-1", True)
-    if lo >= -0.5 and 25 < hi <= 255.5:
-        return Scaling("0-255", zeros, ones * 255, f"values {lo:.3g}..{hi:.3g}: read as 0-255", True)
-    if lo >= -1 - 1e-3 and hi <= 1 + 1e-3:
-        return Scaling("-1-1", -ones, ones, f"values {lo:.3g}..{hi:.3g}: read as -1..1", True)
+    lo, hi = np.percentile(v, [0.1, 99.9])
+    shown = f"values {v.min():.3g}..{v.max():.3g}"
+    if lo >= -0.05 and hi <= 1.05:
+        return Scaling("0-1", zeros, ones, f"{shown}: read as 0-1", True)
+    if lo >= -0.5 and 25 < hi <= 260:
+        return Scaling("0-255", zeros, ones * 255, f"{shown}: read as 0-255", True)
+    if lo >= -1.05 and hi <= 1.05:
+        return Scaling("-1-1", -ones, ones, f"{shown}: read as -1..1", True)
     return _minmax(x)
 
 
 def _minmax(x: np.ndarray) -> Scaling:
     c = x.shape[1]
-    per = np.moveaxis(x, 1, 0).reshape(c, -1).astype(np.float64)
+    per = np.moveaxis(x, 1, 0).reshape(c, -1)
+    per = per[:, :: max(1, per.shape[1] // (SAMPLE_VALUES // c))].astype(np.float64)
     per = np.where(np.isfinite(per), per, np.nan)
     lo = np.nanpercentile(per, 0.5, axis=1)
     hi = np.nanpercentile(per, 99.5, axis=1)
@@ -120,15 +153,16 @@ def _minmax(x: np.ndarray) -> Scaling:
 
 def to_display(image: np.ndarray, scaling: Scaling) -> np.ndarray:
     """One C x H x W image on the display scale [0, 1] as float32; non-finite stays NaN."""
-    x = image.astype(np.float32)
-    if scaling.mean is not None:
-        x = x * scaling.std[:, None, None] + scaling.mean[:, None, None]
-    c = x.shape[0]
-    lo = scaling.lo[:c, None, None].astype(np.float32)
-    hi = scaling.hi[:c, None, None].astype(np.float32)
+    wide = np.float64 if image.dtype == np.float64 else np.float32  # no overflow on cast
     with np.errstate(invalid="ignore", over="ignore"):
+        x = image.astype(wide)
+        if scaling.mean is not None:
+            x = x * scaling.std[:, None, None].astype(wide) + scaling.mean[:, None, None].astype(wide)
+        c = x.shape[0]
+        lo = scaling.lo[:c, None, None].astype(wide)
+        hi = scaling.hi[:c, None, None].astype(wide)
         out = (x - lo) / (hi - lo)
-        out = np.where(np.isfinite(out), np.clip(out, 0, 1), np.nan)
+        out = np.where(np.isfinite(x), np.clip(np.nan_to_num(out), 0, 1), np.nan)
     return out.astype(np.float32)
 
 

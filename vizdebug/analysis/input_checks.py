@@ -14,7 +14,17 @@ import numpy as np
 
 from ..data.batch import Batch, make_batch, unpack
 from ..findings import Finding, Findings
-from .images import NOT_NORMALIZED_ABS, Scaling, abs_p99, image_flags, infer_scaling, to_display
+from .images import (
+    NOT_NORMALIZED_ABS,
+    Scaling,
+    abs_p99,
+    image_flags,
+    infer_scaling,
+    pooled,
+    to_display,
+)
+
+FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, same verdict)
 
 IMBALANCE_WARN = 10.0  # largest / smallest class count
 IMBALANCE_INFO = 3.0
@@ -35,6 +45,11 @@ def check_batch(batch: Any, *, mean=None, std=None, layout: str = "auto") -> Fin
     >>> check_batch(np.zeros((8, 1, 8, 8))).codes
     ['blank-images']
     """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge values: inf stats
+        return _check_batch(batch, mean, std, layout)
+
+
+def _check_batch(batch: Any, mean, std, layout: str) -> Findings:
     x, y = unpack(batch)
     canon = make_batch(x, y, layout=layout)
     if canon.kind == "table":
@@ -44,16 +59,26 @@ def check_batch(batch: Any, *, mean=None, std=None, layout: str = "auto") -> Fin
     return Findings(image_findings(canon, flags, scaling))
 
 
-def image_flags_for(canon: Batch, scaling: Scaling | None, mean=None, std=None) -> list[list[str]]:
+def image_flags_for(canon: Batch, scaling: Scaling | None, mean=None, std=None,
+                    side: int = FLAG_SIDE) -> list[list[str]]:
     """Flags for every item of an image batch (``["none"]`` for a missing sample)."""
-    out = []
+    return displays_and_flags(canon, scaling, mean, std, side)[1]
+
+
+def displays_and_flags(canon: Batch, scaling: Scaling | None, mean=None, std=None,
+                       side: int = FLAG_SIDE) -> tuple[list, list[list[str]]]:
+    """Each item on the display scale (pooled to about ``side`` px) and its flags."""
+    displays, flags = [], []
     for item in canon.items:
         if item is None:
-            out.append(["none"])
+            displays.append(None)
+            flags.append(["none"])
             continue
         sc = scaling or infer_scaling(item[None], mean, std)
-        out.append(image_flags(item, to_display(item, sc), sc))
-    return out
+        shown = to_display(pooled(item, side), sc)
+        displays.append((shown, sc))
+        flags.append(image_flags(item, shown, sc))
+    return displays, flags
 
 
 def image_findings(canon: Batch, flags: list[list[str]], scaling: Scaling | None) -> list[Finding]:

@@ -46,8 +46,7 @@ def encode(display: np.ndarray, size: int) -> tuple[str, int, int]:
     img = Image.fromarray(arr[:, :, 0] if mode == "L" else arr, mode)
     h, w = arr.shape[:2]
     if max(h, w) > size:
-        img.thumbnail((size, size), Image.Resampling.BOX if max(h, w) > 4 * size
-                      else Image.Resampling.LANCZOS)
+        img.thumbnail((size, size), Image.Resampling.BILINEAR, reducing_gap=2.0)
     buf = io.BytesIO()
     if max(h, w) > 48 and mode != "RGBA":
         img.save(buf, format="JPEG", quality=85)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.images import Scaling, channel_stats, infer_scaling, to_display
-from ..analysis.input_checks import image_findings, image_flags_for, table_findings
+from ..analysis.images import Scaling, channel_stats, infer_scaling
+from ..analysis.input_checks import displays_and_flags, image_findings, table_findings
 from ..data.batch import Batch
 from ..findings import Findings, findings_html
 from ._imaging import cell_size, encode
@@ -50,13 +50,18 @@ def label_text(label: Any, classes: Sequence | Mapping | None) -> str:
 def render_page(batch: Batch, number: int, *, classes=None, mean=None, std=None,
                 note: str = "") -> Page:
     """Render one canonical batch (image or table) as page ``number`` (0-based)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # huge values: inf stats
+        return _render_page(batch, number, classes, mean, std, note)
+
+
+def _render_page(batch: Batch, number: int, classes, mean, std, note: str) -> Page:
     if batch.kind == "table":
         return _table_page(batch, number, classes, note)
     scaling = infer_scaling(batch.images, mean, std) if batch.images is not None else None
-    flags = image_flags_for(batch, scaling, mean, std)
+    displays, flags = displays_and_flags(batch, scaling, mean, std)
     found = Findings(image_findings(batch, flags, scaling))
     stats = channel_stats(batch.images) if batch.images is not None else []
-    grid = _grid(batch, flags, scaling, classes, mean, std)
+    grid = _grid(batch, displays, flags, classes)
     head = _head(batch, number, scaling, note)
     side = _stats_table(stats) + "<h4>Findings</h4>" + findings_html(
         found, empty="No problems found in this batch.")
@@ -78,24 +83,25 @@ def _head(batch: Batch, number: int, scaling: Scaling | None, note: str) -> str:
     return '<div class="vd-head">' + "<br>".join(parts) + "</div>"
 
 
-def _grid(batch: Batch, flags, scaling, classes, mean, std) -> str:
+def _grid(batch: Batch, displays, flags, classes) -> str:
     size = cell_size(len(batch.items))
     cells = []
-    for k, item in enumerate(batch.items):
+    for k, shown in enumerate(displays):
         cap = label_text(batch.labels[k], classes) if batch.labels else ""
-        cells.append(_cell(item, batch.index_of(k), cap, flags[k], scaling, size, mean, std))
+        native = None if batch.items[k] is None else batch.items[k].shape[1:]
+        cells.append(_cell(shown, native, batch.index_of(k), cap, flags[k], size))
     style = f"grid-template-columns:repeat(auto-fill,{size + 10}px)"
     return f'<div class="vd-grid" style="{style}">{"".join(cells)}</div>'
 
 
-def _cell(item, index, caption, flags, scaling, size, mean, std) -> str:
+def _cell(shown, native, index, caption, flags, size) -> str:
     cls = "vd-bad" if _BAD_FLAGS & set(flags) else ("vd-warn" if flags else "")
-    if item is None:
+    if shown is None:
         pic = (f'<div class="vd-missing" style="width:{size}px;height:{size}px">None</div>')
     else:
-        sc = scaling or infer_scaling(item[None], mean, std)
-        uri, w, h = encode(to_display(item, sc), size)
-        scale = size / max(w, h)
+        uri, w, h = encode(shown[0], size)
+        h0, w0 = native
+        scale = size / max(w, h) if max(h0, w0) <= size else 1.0
         crisp = ' class="vd-crisp"' if scale >= 2 else ""
         pic = (f'<img{crisp} src="{uri}" width="{round(w * scale)}" height="{round(h * scale)}" '
                f'alt="sample {index}">')
