@@ -4,7 +4,7 @@ The tap wraps the *iterator* a loader returns, never the dataset, so it works wi
 ``num_workers > 0`` (workers never see it). For a ``DataLoader`` passed to ``watch`` the
 loader's class is swapped for a subclass whose ``__iter__`` adds the tap; ``close()``
 swaps it back, so the user's own ``for x, y in loader`` loop is tapped unchanged. Any
-other iterable can be tapped explicitly with ``session.tap(iterable)``.
+other iterable can be tapped explicitly with ``session.tap_loader(iterable)``.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class LoaderTap:
             raise VizdebugTypeError(
                 f"watch(loader=...) takes a DataLoader (or another loader object), got "
                 f"{describe(loader)}; for a plain iterable write "
-                "`for batch in session.tap(iterable):` instead"
+                "`for batch in session.tap_loader(iterable):` instead"
             )
         original = getattr(cls, "_vizdebug_original_class", cls)
         try:
@@ -103,7 +103,7 @@ class LoaderTap:
             _TAPS[loader] = self
         except TypeError as exc:
             raise VizdebugTypeError(
-                f"cannot tap {describe(loader)}: {exc}; use `session.tap(loader)` in the loop"
+                f"cannot tap {describe(loader)}: {exc}; use `session.tap_loader(loader)` in the loop"
             ) from exc
         self._loader_ref, self._original_class = weakref.ref(loader), original
         return self

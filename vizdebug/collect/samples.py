@@ -22,7 +22,7 @@ class SampleBuffer:
     ...     buf.append(step, np.full(2, float(step)))
     >>> len(buf) <= 4
     True
-    >>> buf.steps()[-1]
+    >>> int(buf.steps()[-1])
     9
     """
 

@@ -86,11 +86,11 @@ class Session:
         self.log_store = ScalarLog()
         self._errors: dict[tuple[str, str], int] = {}
         self._error_lock = threading.Lock()
+        self.tap = LoaderTap(every=every, on_error=self._on_error)
+        if loader is not None:  # first: a refused loader must leave the model untouched
+            self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
         self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
-        self.tap = LoaderTap(every=every, on_error=self._on_error)
-        if loader is not None:
-            self.tap.attach(loader)
         self.system = SystemSampler(system_interval).start()
         self.closed = False
         self.failed: str | None = None
@@ -128,10 +128,10 @@ class Session:
 
     # -- reading ------------------------------------------------------------------------------
     @property
-    def version(self) -> tuple[int, int, int, int]:
+    def version(self) -> tuple[int, ...]:
         """Changes whenever something new was collected (for views that poll)."""
-        return (self.log_store.version + len(self.log_store._pending), self.hooks.step,
-                self.tap.batches, len(self.system.samples))
+        return (self.log_store.version, len(self.log_store._pending), self.hooks.step,
+                self.tap.batches, self.system.count)
 
     def records(self, *, flush: bool = True) -> TrainingRecords:
         """Everything collected, as :class:`~vizdebug.analysis.training.TrainingRecords`.

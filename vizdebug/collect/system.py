@@ -65,6 +65,7 @@ class SystemSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last: tuple[float, float] | None = None
+        self.count = 0
 
     def sample(self) -> None:
         """Take one sample now."""
@@ -74,6 +75,7 @@ class SystemSampler:
             percent = 100.0 * (cpu - self._last[1]) / (now - self._last[0])
         self._last = (now, cpu)
         self.samples.append((now, percent, rss_mb(), gpu_mb()))
+        self.count += 1
 
     def _run(self) -> None:
         while not self._stop.is_set():

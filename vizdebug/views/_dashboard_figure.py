@@ -9,6 +9,7 @@ spikes survive; non-finite points are drawn as red crosses so a NaN is never inv
 
 from __future__ import annotations
 
+import html
 import math
 from typing import Any
 
@@ -28,6 +29,11 @@ _HIDDEN = ("epoch", "lr")
 def _clean(values: np.ndarray) -> list[float | None]:
     """JSON-safe numbers: NaN and inf become ``None`` (a gap in the line)."""
     return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=float)]
+
+
+def _label(text: str) -> str:
+    """A user string as plotly text: escaped, so plotly's pseudo-HTML shows it literally."""
+    return html.escape(str(text)).replace("%{", "%\u200b{")
 
 
 def _is_ratio(name: str) -> bool:
@@ -55,7 +61,7 @@ def curve_traces(rec: TrainingRecords, smoothing: float = 0.6) -> list[dict[str,
         is_eval = name.startswith(_EVAL)
         line = {"color": colour, "width": 2 if is_eval else 1, "dash": "dot" if is_eval else "solid"}
         raw = {"type": "scatter", "x": _clean(x), "y": _clean(y),
-               "name": name, "legendgroup": name, "yaxis": axis, "xaxis": "x",
+               "name": _label(name), "legendgroup": _label(name), "yaxis": axis, "xaxis": "x",
                "mode": "lines+markers" if is_eval or x.size < 30 else "lines", "line": line,
                "opacity": 1.0 if is_eval else 0.35, "meta": {"raw": True}}
         traces.append(raw)
@@ -77,8 +83,9 @@ def _nonfinite_markers(name: str, x: np.ndarray, y: np.ndarray, axis: str) -> li
     labels = ["NaN" if np.isnan(v) else ("+inf" if v > 0 else "-inf") for v in y[bad]]
     return [{"type": "scatter", "x": _clean(x[bad]), "y": [top] * int(bad.sum()),
              "mode": "markers", "marker": {"symbol": "x", "color": "#c62828", "size": 9},
-             "name": f"{name} non-finite", "yaxis": axis, "xaxis": "x",
-             "text": labels, "hovertemplate": "step %{x}: %{text}<extra>" + name + "</extra>"}]
+             "name": f"{_label(name)} non-finite", "yaxis": axis, "xaxis": "x",
+             "text": labels, "hovertemplate": "step %{x}: %{text}<extra>" + _label(name)
+             + "</extra>"}]
 
 
 def epoch_marks(rec: TrainingRecords) -> list[int]:
@@ -102,7 +109,7 @@ def heatmap_trace(rec: TrainingRecords) -> list[dict[str, Any]]:
     with np.errstate(all="ignore"):
         z = np.log10(np.where(reduced > 0, reduced, np.nan))
     return [{"type": "heatmap", "x": [int(s) for s in rec.grad_steps[starts]],
-             "y": list(rec.param_paths), "z": [_clean(row) for row in z],
+             "y": [_label(p) for p in rec.param_paths], "z": [_clean(row) for row in z],
              "colorscale": "Viridis", "xaxis": "x2", "yaxis": "y2", "showscale": True,
              "colorbar": {"title": {"text": "log10 |g|"}, "len": 0.22, "y": 0.41, "x": 0.43,
                           "thickness": 10},
@@ -116,7 +123,7 @@ def health_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
         return []
     latest = rec.activations[-1]
     ok = np.isfinite(latest[:, 0]) | (latest[:, 5] > 0)
-    paths = [f"{p} {c}" for p, c, keep in
+    paths = [_label(f"{p} {c}") for p, c, keep in
              zip(rec.module_paths, rec.module_classes, ok) if keep]
     out = []
     for column, label, colour in ((3, "dead units", "#c62828"), (4, "saturated", "#ff7f0e"),

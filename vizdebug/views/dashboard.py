@@ -167,11 +167,11 @@ class Dashboard(View):
         if widget is None:
             return False
         with self._lock:
-            version = (self.source.version, self.source.closed, self.source.failed)
-            if not force and version == self._last_version:
+            if not force and self._version() == self._last_version:
                 return False
             start = self.clock()
             figure, found, status = self._content(flush=False)
+            version = self._version()  # after reading: reading resolves pending values
             with widget.hold_sync():
                 widget.figure = figure
                 widget.findings_html = found
@@ -182,6 +182,9 @@ class Dashboard(View):
             self.refreshes += 1
             self._last_cost = self.clock() - start
             return True
+
+    def _version(self) -> Any:
+        return (self.source.version, self.source.closed, self.source.failed)
 
     def next_interval(self) -> float:
         """Seconds to wait before the next refresh: at least ``min_interval``, and long

@@ -1,0 +1,110 @@
+"""The loader tap: timing, batch statistics, captured batches, num_workers > 0."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+import vizdebug as vd
+from vizdebug.collect.loader import LoaderTap
+from vizdebug.errors import VizdebugTypeError
+
+
+class FakeClock:
+    """Advances by a scripted amount on each call."""
+
+    def __init__(self, steps):
+        self.t = 0.0
+        self.steps = itertools.cycle(steps)
+
+    def __call__(self) -> float:
+        self.t += next(self.steps)
+        return self.t
+
+
+class Squares(Dataset):
+    def __len__(self) -> int:
+        return 40
+
+    def __getitem__(self, i: int):
+        return torch.full((1, 4, 4), float(i)), i % 3
+
+
+def test_wait_and_compute_are_split_with_a_fake_clock():
+    # next() starts at +1, returns at +0.5 (wait 0.5); loop body until next call: +1.0
+    tap = LoaderTap(every=1, clock=FakeClock([1.0, 0.5]))
+    for _ in tap.wrap(iter(range(5))):
+        pass
+    t = tap.timing()
+    assert t["batches"] == 5
+    assert t["wait"].tolist() == pytest.approx([0.5] * 5)
+    assert t["compute"].tolist() == pytest.approx([1.0] * 4)
+
+
+def test_dataloader_is_tapped_in_the_users_own_loop_and_restored_on_close():
+    loader = DataLoader(Squares(), batch_size=8)
+    cls = type(loader)
+    model = torch.nn.Linear(16, 3)
+    session = vd.watch(model, loader=loader, every=2)
+    assert isinstance(loader, DataLoader) and len(loader) == 5
+    for x, _ in loader:
+        model(x.flatten(1))
+    rec = session.records()
+    assert rec.loader["batches"] == 5
+    assert rec.loader["shapes"] == {"(8, 1, 4, 4)": 3}  # batches 0, 2, 4 described
+    assert rec.loader["dtypes"] == {"float32": 3}
+    stats = rec.loader["batch_stats"]
+    assert stats[0, :2].tolist() == [0.0, 7.0]  # min and max of the first batch
+    x, y = session.captured_batches()[0]
+    assert x.shape == (8, 1, 4, 4) and y.shape == (8,)
+    session.close()
+    assert type(loader) is cls
+    assert not hasattr(iter(loader), "_tap")
+
+
+def test_works_with_worker_processes():
+    loader = DataLoader(Squares(), batch_size=10, num_workers=2)
+    session = vd.watch(torch.nn.Linear(2, 2), loader=loader, every=1)
+    seen = [int(x[:, 0, 0, 0].sum()) for x, _ in loader]
+    assert sum(seen) == sum(range(40))
+    assert session.records().loader["batches"] == 4
+    session.close()
+
+
+def test_nonfinite_input_batches_are_found():
+    data = torch.zeros(20, 3)
+    data[13, 1] = float("nan")
+    loader = DataLoader(TensorDataset(data), batch_size=5)
+    with vd.watch(torch.nn.Linear(3, 1), loader=loader, every=1) as session:
+        for _ in loader:
+            pass
+    found = session.findings()
+    f = [f for f in found if f.code == "input-nonfinite"][0]
+    assert f.where == "batch 2" and f.severity == "error"
+
+
+def test_plain_iterables_are_refused_with_the_way_out():
+    with pytest.raises(VizdebugTypeError, match="session.tap_loader"):
+        vd.watch(torch.nn.Linear(2, 2), loader=[1, 2, 3])
+
+
+def test_tap_loader_wraps_any_iterable():
+    session = vd.watch(torch.nn.Linear(2, 2), every=1)
+    batches = [np.ones((2, 3)), np.full((2, 3), np.inf)]
+    assert len(list(session.tap_loader(batches))) == 2
+    assert session.records().loader["nonfinite_batches"] == [1]
+    session.close()
+
+
+def test_broken_batch_description_never_reaches_the_loop():
+    class Weird:
+        shape = property(lambda self: 1 / 0)
+
+    session = vd.watch(torch.nn.Linear(2, 2), every=1)
+    assert len(list(session.tap_loader([Weird(), Weird()]))) == 2
+    assert "collector-error" in session.findings().codes
+    session.close()

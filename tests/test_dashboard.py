@@ -1,0 +1,175 @@
+"""The dashboard below the browser: figure content, escaping, throttling, live updates."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import vizdebug as vd
+from vizdebug._env import set_renderer
+from vizdebug.analysis.training import TrainingRecords
+from vizdebug.views._dashboard_figure import MAX_POINTS, dashboard_figure, epoch_marks
+from vizdebug.views.dashboard import Dashboard
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+EVIL = "<img src=x onerror=alert(1)>_loss"
+
+
+@pytest.fixture
+def widget_mode():
+    set_renderer("widget")
+    yield
+    set_renderer(None)
+
+
+def small_session(steps: int = 30, every: int = 1, **log_extra):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    session = vd.watch(model, every=every)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(steps):
+        opt.zero_grad()
+        loss = model(torch.randn(16, 4)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        session.log(loss=loss, **log_extra)
+        if step % 10 == 9:
+            session.log(val_loss=loss.item() * 1.1, epoch=step // 10)
+    return model, session
+
+
+# -- the figure ---------------------------------------------------------------------------
+def test_figure_has_every_panel_in_one_figure():
+    _, session = small_session()
+    fig = dashboard_figure(session.records(), session.system.array())
+    session.close()
+    kinds = {(t["type"], t.get("xaxis")) for t in fig["data"]}
+    assert ("heatmap", "x2") in kinds and ("bar", "x3") in kinds
+    names = [t["name"] for t in fig["data"]]
+    assert "loss" in names and "val_loss" in names
+    heat = [t for t in fig["data"] if t["type"] == "heatmap"][0]
+    assert heat["y"] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    json.dumps(fig, allow_nan=False)  # JSON-safe: NaN became null
+
+
+def test_long_curves_are_downsampled_but_keep_spikes_and_nans():
+    steps = np.arange(200_000)
+    values = np.exp(-steps / 50_000.0)
+    values[12_345], values[150_000] = 99.0, np.nan
+    rec = TrainingRecords(scalars={"loss": (steps, values)})
+    fig = dashboard_figure(rec, np.empty((0, 4)))
+    raw, smooth, marks = fig["data"]
+    assert len(raw["x"]) <= MAX_POINTS + 2
+    assert 99.0 in raw["y"] and 12_345 in raw["x"]
+    assert marks["name"] == "loss non-finite" and marks["x"] == [150_000]
+    assert smooth["meta"] == {"smooth": True}
+
+
+def test_epoch_marks_follow_logged_epochs():
+    rec = TrainingRecords(scalars={"epoch": (np.array([9, 19, 29]), np.array([0.0, 1.0, 2.0]))})
+    assert epoch_marks(rec) == [19, 29]
+
+
+def test_user_strings_are_escaped_in_figure_findings_and_static_html():
+    model = torch.nn.ModuleDict({EVIL: torch.nn.Linear(2, 2)})
+    session = vd.watch(model, every=1)
+    model[EVIL](torch.randn(3, 2)).sum().backward()
+    session.log(**{EVIL: float("nan"), "loss": 1.0})
+    session.log(**{EVIL: 1.0, "loss": 1.0})
+    dash = Dashboard.from_session(session)
+    fig = dashboard_figure(session.records(), np.empty((0, 4)))
+    text = json.dumps(fig)
+    assert EVIL not in text and "&lt;img src=x onerror=alert(1)&gt;_loss" in text
+    html_out = dash.to_html()
+    assert EVIL not in html_out
+    widget = dash.widget
+    assert EVIL not in widget.findings_html and "nonfinite-loss" in widget.findings_html
+    session.close()
+
+
+# -- the widget ---------------------------------------------------------------------------
+def test_mimebundle_has_static_html_and_the_widget(widget_mode):
+    _, session = small_session()
+    dash = session.dashboard(live=False)
+    bundle = dash._repr_mimebundle_()
+    assert WIDGET_MIME in bundle and "text/html" in bundle
+    assert "Training dashboard" in bundle["text/html"]
+    widget = dash.widget
+    assert widget.figure["data"] and widget.status.startswith("step 30")
+    assert widget.bundle.source.startswith("/**") or "plotly" in widget.bundle.source[:2000]
+    # one plotly.js bundle per kernel, however many dashboards
+    assert session.dashboard(live=False).widget.bundle is widget.bundle
+    session.close()
+
+
+def test_refresh_pushes_only_when_something_changed():
+    _, session = small_session()
+    session.system.stop()  # its 1 Hz samples would count as news
+    dash = Dashboard.from_session(session, live=False)
+    dash.widget  # builds and pushes once
+    assert dash.refreshes == 1
+    assert dash.refresh() is False
+    session.log(loss=0.1)
+    assert dash.refresh() is True
+    assert dash.refreshes == 2
+    session.close()
+
+
+def test_interval_keeps_view_cost_under_budget():
+    _, session = small_session(steps=2)
+    dash = Dashboard.from_session(session, live=False, min_interval=0.25, budget=0.02)
+    dash._last_cost = 0.001
+    assert dash.next_interval() == 0.25
+    dash._last_cost = 0.1  # a slow refresh: wait 50x as long
+    assert dash.next_interval() == pytest.approx(5.0)
+    session.close()
+
+
+def test_updates_while_training_runs_in_another_thread_and_stays_cheap():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    session = vd.watch(model, every=5)
+    dash = Dashboard.from_session(session, min_interval=0.2)
+    dash.widget  # builds the widget, starts the refresh thread
+    revisions = []
+    done = threading.Event()
+
+    def train():
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        start = time.perf_counter()
+        while time.perf_counter() - start < 3.0:
+            opt.zero_grad()
+            loss = model(torch.randn(64, 32)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            session.log(loss=loss)
+        done.set()
+
+    worker = threading.Thread(target=train)
+    t0 = time.perf_counter()
+    worker.start()
+    while not done.is_set():
+        revisions.append(dash.widget.revision)
+        time.sleep(0.1)
+    worker.join()
+    elapsed = time.perf_counter() - t0
+    assert len(set(revisions)) >= 3  # the figure changed several times during training
+    assert dash.refreshes <= elapsed / 0.2 + 2  # throttled
+    assert dash.kernel_seconds / elapsed < 0.02
+    session.close()
+    time.sleep(0.5)
+    assert "closed" in dash.widget.status  # the final state was pushed
+
+
+def test_failure_is_shown_and_last_state_kept():
+    model = torch.nn.Linear(2, 1)
+    with pytest.raises(ZeroDivisionError), vd.watch(model) as session:
+        dash = session.dashboard(live=False)
+        dash.widget
+        session.log(loss=1.0)
+        1 / 0
+    assert "failed: ZeroDivisionError" in dash.widget.status
+    assert dash.widget.figure["data"]
