@@ -110,7 +110,7 @@ def test_refresh_pushes_only_when_something_changed():
     _, session = small_session()
     session.system.stop()  # its 1 Hz samples would count as news
     dash = Dashboard.from_session(session, live=False)
-    dash.widget  # builds and pushes once
+    _ = dash.widget  # builds and pushes once
     assert dash.refreshes == 1
     assert dash.refresh() is False
     session.log(loss=0.1)
@@ -133,7 +133,7 @@ def test_updates_while_training_runs_in_another_thread_and_stays_cheap():
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     session = vd.watch(model, every=5)
     dash = Dashboard.from_session(session, min_interval=0.2)
-    dash.widget  # builds the widget, starts the refresh thread
+    _ = dash.widget  # builds the widget, starts the refresh thread
     revisions = []
     done = threading.Event()
 
@@ -168,8 +168,8 @@ def test_failure_is_shown_and_last_state_kept():
     model = torch.nn.Linear(2, 1)
     with pytest.raises(ZeroDivisionError), vd.watch(model) as session:
         dash = session.dashboard(live=False)
-        dash.widget
+        _ = dash.widget
         session.log(loss=1.0)
-        1 / 0
+        _ = 1 / 0
     assert "failed: ZeroDivisionError" in dash.widget.status
     assert dash.widget.figure["data"]
