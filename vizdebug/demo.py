@@ -174,6 +174,47 @@ def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
     last = history[-1]
     echo(f"   validation accuracy {last['val_acc']:.3f}, loss {last['val_loss']:.3f}")
 
+    echo("5. Drift between training and validation features (compare_distributions):")
+    parts.extend(drift_step(echo))
+
     path = vd.report(parts, out, title="vizdebug demo: a small CNN on digits")
     echo(f"Report written to {Path(path).resolve()} ({time.perf_counter() - t0:.1f} s)")
     return path
+
+
+# ---- drift step (compare_distributions): train vs validation features ----------------
+
+def image_features(images: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-image summaries a drift check can read: brightness, ink, centroid, extent."""
+    x = np.asarray(images, dtype=np.float64).reshape(len(images), 8, 8)
+    ink = x > 4
+    total = np.maximum(x.sum(axis=(1, 2)), 1e-9)
+    rows, cols = np.arange(8)[None, :, None], np.arange(8)[None, None, :]
+    return {
+        "brightness": x.mean(axis=(1, 2)),
+        "ink_fraction": ink.mean(axis=(1, 2)),
+        "centroid_row": (x * rows).sum(axis=(1, 2)) / total,
+        "centroid_col": (x * cols).sum(axis=(1, 2)) / total,
+        "ink_rows": ink.any(axis=2).sum(axis=1).astype(np.float64),
+        "ink_cols": ink.any(axis=1).sum(axis=1).astype(np.float64),
+    }
+
+
+def loader_images(loader) -> np.ndarray:
+    """One pass over a DataLoader of DigitsDataset, de-standardised back to 0-16."""
+    return np.concatenate([x.numpy() for x, _ in loader]) * DigitsDataset.STD + DigitsDataset.MEAN
+
+
+def drift_step(echo: Callable[[str], None]) -> list[Any]:
+    """Train vs validation features: raw (no drift expected), then as a too-strong augmentation delivers them."""
+    import vizdebug as vd
+
+    xtr, xva, _, _ = digits_arrays()
+    clean = vd.compare_distributions(image_features(xtr), image_features(xva))
+    clean.title = "Drift: training vs validation image features (raw)"
+    echo(f"   raw train vs validation: {clean!r}")
+    bad_loader, _ = make_loaders(max_shift=8)
+    shifted = vd.compare_distributions(image_features(loader_images(bad_loader)), image_features(xva))
+    shifted.title = "Drift: training images after a too-strong augmentation vs validation"
+    echo(f"   augmented (shift up to 8) train vs validation: {shifted!r}")
+    return [clean, shifted, shifted.findings]

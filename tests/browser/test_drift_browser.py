@@ -1,0 +1,109 @@
+"""The drift explorer in a real JupyterLab, in headless Chromium."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+SETUP = f"""
+import numpy as np, pandas as pd, vizdebug as vd
+rng = np.random.default_rng(0)
+n = 6000
+ref = pd.DataFrame({{"temp": rng.normal(20, 2, n), {EVIL!r}: rng.normal(size=n),
+                    "site": rng.choice(["a", "b", "c"], n)}})
+cur = pd.DataFrame({{"temp": rng.normal(20, 2, n) + np.linspace(0, 3, n), {EVIL!r}: rng.normal(size=n),
+                    "site": rng.choice(["a", "b", "c", "d"], n),
+                    "ts": pd.date_range("2025-01-01", periods=n, freq="min")}})
+v = vd.compare_distributions(ref, cur, time="ts")
+v
+"""
+
+READ_TRAITS = """async () => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({code: "print(v.widget.selected, '|', v.widget.bins, '|', v.widget.window)"});
+  let out = '';
+  f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };
+  await f.done;
+  return out;
+}"""
+
+
+def _errors(state):
+    return [o for c in state["cells"] for o in c["outputs"] if o["type"] == "error"]
+
+
+def _bars(widget):
+    return widget.locator("svg.vd-plot .vd-bars rect")
+
+
+def _heights(widget):
+    return widget.evaluate(
+        "el => Array.from(el.querySelectorAll('svg.vd-plot .vd-bars rect')).map(r => r.getAttribute('height')).join(',')")
+
+
+def _slide(widget, control: str, value: float) -> None:
+    widget.locator(f"input[data-control={control}]").evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+
+
+def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell("import time\ntime.sleep(25)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab_root / "drift_busy.ipynb")
+    page = lab.open("drift_busy.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    widget = page.locator(".jp-Notebook .vd-drift").first
+    widget.wait_for(timeout=90_000)
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'")
+    rows = widget.locator(".vd-drift-table tr")
+    assert rows.count() == 4  # header + 3 features
+    assert _bars(widget).count() == 2 * 30
+    lab.screenshot(page, "drift_widget_initial.png", widget)
+
+    _slide(widget, "bins", 10)  # DIV[10] = 60 bins
+    assert _bars(widget).count() == 2 * 60
+    before = _heights(widget)
+    _slide(widget, "win0", 18)  # only the last quarter of the current data
+    assert _heights(widget) != before
+    assert "window" in widget.locator(".vd-summary").inner_text()
+    _slide(widget, "shift", 0.6)
+    assert widget.locator("svg.vd-plot [data-series='what-if']").count() == 1
+    assert "WOULD be flagged" in widget.locator(".vd-whatif").inner_text()
+    redraw_ms = float(page.locator(".jp-Notebook .vd-drift").first.evaluate(
+        "el => el.parentElement.getAttribute('data-redraw-ms') || el.closest('[data-redraw-ms]').getAttribute('data-redraw-ms')"))
+    assert redraw_ms < 100
+    status = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status")
+    assert status == "busy"  # everything above ran in the browser alone
+    lab.screenshot(page, "drift_widget_window_whatif.png", widget)
+
+    evil_row = rows.filter(has_text=EVIL)
+    assert evil_row.count() == 1  # the name is text ...
+    evil_row.click()
+    assert EVIL in widget.locator(".vd-plot-title").inner_text()
+    assert page.locator('.jp-Notebook img[src="x"]').count() == 0  # ... never an element
+    assert lab.dialogs == [] and lab.page_errors == [] and lab.widget_errors(page) == []
+    lab.screenshot(page, "drift_widget_escaped_name.png", widget)
+
+    state = lab.wait_done(page, timeout=60)
+    assert _errors(state) == []
+    traits = page.evaluate(READ_TRAITS)
+    assert EVIL in traits and "| 60 |" in traits and "[18, 23]" in traits
+
+
+def test_notebook_03_renders_in_lab(lab):
+    page = lab.open("03_drift.ipynb")
+    state = lab.run_all(page, timeout=300)
+    assert _errors(state) == []
+    assert lab.widget_errors(page) == [] and lab.page_errors == [] and lab.dialogs == []
+    views = page.locator(".jp-Notebook .vd-drift")
+    assert views.count() == 2  # the sensor view and the scanner view
+    assert views.nth(0).locator("svg.vd-timeline path").count() >= 1
+    assert views.nth(0).locator(".vd-drift-table tr").count() == 9
+    assert page.locator(".jp-Notebook .js-plotly-plot").count() == 0  # no plotly.js pulled in
+    lab.screenshot(page, "03_drift.png")
