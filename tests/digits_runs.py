@@ -145,7 +145,7 @@ class RunConfig:
     dead_bias: float | None = None
     nan_batch: int | None = None
     seed: int = 0
-    watch: dict[str, Any] = field(default_factory=lambda: {"every": 5})
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 MODELS = {"cnn": SmallCNN, "sigmoid": DeepSigmoid, "none": NoneModel, "mlp": BigMLP,
@@ -158,7 +158,7 @@ def build(cfg: RunConfig) -> tuple[nn.Module, DataLoader, DataLoader, torch.opti
     xtr, ytr, xva, yva = digits_split(cfg.seed, cfg.n_train, cfg.normalise)
     if cfg.shuffle_labels:
         ytr = np.random.default_rng(cfg.seed).permutation(ytr)
-    model = MODELS[cfg.model]()
+    model = MODELS[cfg.model](**cfg.model_kwargs)
     if cfg.dead_bias is not None:
         first = model.features[0]
         nn.init.constant_(first.bias, cfg.dead_bias)

@@ -277,11 +277,7 @@ def test_pdb_opens_the_debugger_in_the_hook_frame_then_raises():
 
 
 def test_none_input_is_named_with_the_module_that_returned_none():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from digits_runs import NoneModel
+    from tests.digits_runs import NoneModel
 
     model = NoneModel()
     session = vd.watch(model, on_anomaly="raise")
