@@ -124,8 +124,8 @@ def test_interval_keeps_view_cost_under_budget():
     dash = Dashboard.from_session(session, live=False, min_interval=0.25, budget=0.02)
     dash._last_cost = 0.001
     assert dash.next_interval() == 0.25
-    dash._last_cost = 0.1  # a slow refresh: wait 50x as long
-    assert dash.next_interval() == pytest.approx(5.0)
+    dash._last_cost = 0.1  # a slow refresh: wait 100x as long (half the 2% budget)
+    assert dash.next_interval() == pytest.approx(10.0)
     session.close()
 
 

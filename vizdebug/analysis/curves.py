@@ -133,14 +133,15 @@ def bucket_max(matrix: object, max_columns: int) -> tuple[np.ndarray, np.ndarray
     n = arr.shape[1]
     if n <= max_columns:
         return np.arange(n), arr.copy()
-    edges = np.linspace(0, n, max_columns + 1).astype(int)
-    cols = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        block = arr[:, lo:hi]
-        reduced = np.max(np.where(np.isnan(block), -np.inf, block), axis=1)
-        reduced[np.isnan(block).any(axis=1)] = np.nan
-        cols.append(reduced)
-    return edges[:-1], np.stack(cols, axis=1)
+    width = -(-n // max_columns)
+    n_buckets = -(-n // width)
+    padded = np.full((arr.shape[0], n_buckets * width), -np.inf)
+    padded[:, :n] = np.where(np.isnan(arr), -np.inf, arr)
+    reduced = padded.reshape(arr.shape[0], n_buckets, width).max(axis=2)
+    nan = np.zeros((arr.shape[0], n_buckets * width), dtype=bool)
+    nan[:, :n] = np.isnan(arr)
+    reduced[nan.reshape(arr.shape[0], n_buckets, width).any(axis=2)] = np.nan
+    return np.arange(n_buckets) * width, reduced
 
 
 def rolling_median(values: object, window: int) -> np.ndarray:

@@ -142,7 +142,11 @@ def rule_events(rec: TrainingRecords) -> list[Finding]:
         if key in seen:
             continue
         seen.add(key)
-        if ev["kind"] == "nonfinite-activation":
+        if ev["kind"] == "nonfinite-activation" and ev.get("detail", {}).get("order") == 0:
+            hint = ("This is the first module the batch reaches, so the input itself holds "
+                    "NaN/inf: fix the data or the transform (a division by a zero std, a "
+                    "corrupt sample); vd.check_dataset(dataset) names the samples.")
+        elif ev["kind"] == "nonfinite-activation":
             hint = ("The first module whose output is NaN/inf. If its input was already "
                     "non-finite, look at the data; otherwise its weights diverged (lower the "
                     "learning rate, clip gradients) or it computes log/sqrt/division of "
@@ -445,10 +449,11 @@ def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
             for where, message, count in rec.errors]
 
 
+# Causes before consequences: bad data, then the first NaN, then the curves.
 RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
-    rule_events, rule_nonfinite_loss, rule_exploding, rule_vanishing, rule_dead_units,
-    rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
-    rule_input_nonfinite, rule_collector_errors,
+    rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_vanishing,
+    rule_dead_units, rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
+    rule_collector_errors,
 )
 
 

@@ -278,8 +278,9 @@ class ModelHooks:
         total = int(row[first, ACTIVATION_FIELDS.index("numel")])
         message = (f"first non-finite activation seen at sampled step {step}: output of "
                    f"{path!r} ({cls}) has {count} non-finite values of {total}")
+        order = int(row[first, -1])
         self.policy.record(AnomalyEvent("nonfinite-activation", step, path, cls, message,
-                                        {"count": count, "numel": total}))
+                                        {"count": count, "numel": total, "order": order}))
 
     def flush(self) -> None:
         """Seal the step in progress and read everything (call between steps)."""

@@ -147,8 +147,9 @@ def timing_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
     idx_c = np.arange(t["batches"] - compute.size, t["batches"])
     xw, yw = downsample(idx_w, wait, 600)
     xc, yc = downsample(idx_c, compute, 600)
-    common = {"type": "scatter", "mode": "lines", "xaxis": "x4", "yaxis": "y4"}
-    return [dict(common, x=_clean(xw), y=_clean(yw), name=f"data wait ({share:.0%})",
+    common = {"type": "scatter", "mode": "lines", "xaxis": "x4", "yaxis": "y4",
+              "showlegend": False, "meta": {"wait_share": share}}
+    return [dict(common, x=_clean(xw), y=_clean(yw), name="data wait",
                  line={"color": "#c62828", "width": 1}),
             dict(common, x=_clean(xc), y=_clean(yc), name="compute",
                  line={"color": "#1565c0", "width": 1})]
@@ -159,7 +160,7 @@ def system_traces(system: np.ndarray) -> list[dict[str, Any]]:
     if system.shape[0] == 0:
         return []
     t = system[:, 0] - system[0, 0]
-    common = {"type": "scatter", "mode": "lines", "xaxis": "x5"}
+    common = {"type": "scatter", "mode": "lines", "xaxis": "x5", "showlegend": False}
     out = [dict(common, x=_clean(t), y=_clean(system[:, 2]), yaxis="y5", name="RSS MiB",
                 line={"color": "#6a1b9a"}),
            dict(common, x=_clean(t), y=_clean(system[:, 1]), yaxis="y7", name="CPU %",
@@ -177,6 +178,9 @@ def _title(text: str, x: float, y: float) -> dict[str, Any]:
 
 def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
     """Five panels on one page; the user's zoom survives refreshes (``uirevision``)."""
+    t = rec.loader
+    total = (t.get("total_wait", 0.0) + t.get("total_compute", 0.0)) if t else 0.0
+    wait = f": {t['total_wait'] / total:.0%} of the time" if total > 0 else ""
     shapes = [{"type": "line", "x0": s, "x1": s, "y0": 0.62, "y1": 1.0, "xref": "x",
                "yref": "paper", "line": {"color": "#bbb", "width": 1, "dash": "dash"}}
               for s in epoch_marks(rec)]
@@ -189,7 +193,7 @@ def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
         "yaxis": dict(grid, domain=[0.62, 1.0], title={"text": "loss"}),
         "yaxis6": dict(grid, overlaying="y", side="right", range=[0, 1.02], title={"text": "accuracy"},
                        showgrid=False),
-        "xaxis2": dict(grid, domain=[0, 0.42], anchor="y2", title={"text": "step"}),
+        "xaxis2": dict(grid, domain=[0, 0.42], anchor="y2"),
         "yaxis2": dict(grid, domain=[0.3, 0.52], anchor="x2", tickfont={"size": 10}),
         "xaxis3": dict(grid, domain=[0.68, 1.0], anchor="y3", range=[0, 1], tickformat=".0%"),
         "yaxis3": dict(grid, domain=[0.3, 0.52], anchor="x3", autorange="reversed",
@@ -203,7 +207,10 @@ def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
         "annotations": [
             _title("Learning curves", 0, 1.0), _title("Gradient norm per parameter", 0, 0.53),
             _title("Activation health (latest sample)", 0.55, 0.53),
-            _title("Data wait vs compute per batch", 0, 0.21), _title("System", 0.68, 0.21),
+            _title(f"Data wait <span style='color:#c62828'>(red{wait})</span> vs compute "
+                   "<span style='color:#1565c0'>(blue)</span>, ms per batch", 0, 0.21),
+            _title("System: <span style='color:#6a1b9a'>RSS MiB</span>, "
+                   "<span style='color:#00897b'>CPU % (dotted)</span>", 0.68, 0.21),
         ],
     }
 

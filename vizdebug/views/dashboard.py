@@ -111,13 +111,13 @@ class Dashboard(View):
 
     def __init__(self, source: TrainingSource, *, live: bool = True,
                  min_interval: float = MIN_INTERVAL, budget: float = BUDGET,
-                 clock: Any = time.perf_counter) -> None:
+                 clock: Any = time.thread_time) -> None:
         self.source = source
         self.live = live
         self.min_interval = min_interval
         self.budget = budget
         self.clock = clock
-        self.kernel_seconds = 0.0
+        self.kernel_seconds = 0.0  # CPU time of the refreshing thread spent on the view
         self.refreshes = 0
         self._last_version: Any = None
         self._lock = threading.Lock()
@@ -190,7 +190,8 @@ class Dashboard(View):
         """Seconds to wait before the next refresh: at least ``min_interval``, and long
         enough that the last refresh's cost stays within ``budget`` of the time."""
         cost = getattr(self, "_last_cost", 0.0)
-        return max(self.min_interval, cost / self.budget)
+        # aim at half the budget: costs vary from one refresh to the next
+        return max(self.min_interval, 2 * cost / self.budget)
 
     def start(self) -> None:
         """Start the refresh thread (once)."""

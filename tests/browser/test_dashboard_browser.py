@@ -1,0 +1,110 @@
+"""The training dashboard in a real JupyterLab: it renders, and its curves gain points
+while the training cell is still running; zoom/smoothing work while the kernel is busy."""
+
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+EVIL = "<img src=x onerror=alert(1)>_loss"
+
+SETUP = """
+import time, torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+import vizdebug as vd
+
+torch.manual_seed(0)
+x, y = torch.randn(512, 1, 8, 8), torch.randint(0, 10, (512,))
+loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 10))
+session = vd.watch(model, loader=loader, every=2)
+session.dashboard()
+"""
+
+TRAIN = f"""
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+start = time.perf_counter()
+epoch = 0
+while time.perf_counter() - start < 20:
+    for xb, yb in loader:
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        session.log(**{{"loss": loss, {EVIL!r}: loss}})
+        time.sleep(0.03)
+    session.log(val_loss=loss.item() * 1.2, epoch=epoch)
+    epoch += 1
+"""
+
+POINTS_JS = """() => {
+  const gd = document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot');
+  if (!gd || !gd.data) return -1;
+  const t = gd.data.find(d => d.name === 'loss');
+  return t ? t.x.length : 0;
+}"""
+
+
+def _errors(state):
+    return [o for c in state["cells"] for o in c["outputs"] if o["type"] == "error"]
+
+
+def _kernel(page) -> str:
+    return page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status")
+
+
+def test_dashboard_updates_while_the_cell_runs(lab, lab_root):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(TRAIN),
+                nbformat.v4.new_code_cell("session.close()\nsession.findings()")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, lab_root / "live.ipynb")
+    page = lab.open("live.ipynb")
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.locator(".jp-Notebook .vd-dash .js-plotly-plot").wait_for(timeout=90_000)
+
+    counts, busy_counts = [], []
+    deadline = time.time() + 60
+    while time.time() < deadline and len(set(busy_counts)) < 4:
+        n = page.evaluate(POINTS_JS)
+        counts.append(n)
+        if _kernel(page) == "busy" and n > 0:
+            busy_counts.append(n)
+        time.sleep(0.5)
+    assert len(set(busy_counts)) >= 3, counts  # new points arrived mid-cell, several times
+    assert busy_counts == sorted(busy_counts)
+    lab.screenshot(page, "02_dashboard_running.png",
+                   page.locator(".jp-Notebook .vd-dash").first)
+
+    # client-side interactions while the kernel trains: smoothing and log scale
+    dash = page.locator(".jp-Notebook .vd-dash").first
+    dash.locator(".vd-log").check()
+    page.wait_for_function(
+        "() => document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot')"
+        "._fullLayout.yaxis.type === 'log'", timeout=10_000)
+    assert _kernel(page) == "busy"
+
+    state = lab.wait_done(page, timeout=120)
+    assert _errors(state) == []
+    assert lab.widget_errors(page) == [] and lab.page_errors == []
+    final = page.evaluate(POINTS_JS)
+    assert final >= max(counts)
+    status = dash.locator(".vd-status").inner_text()
+    assert "closed" in status
+    # the user's metric name is text, never markup
+    assert page.locator('.jp-Notebook img[src="x"]').count() == 0
+    legend = page.evaluate(
+        "() => [...document.querySelectorAll('.jp-Notebook .vd-dash .legendtext')]"
+        ".map(e => e.textContent)")
+    assert any(EVIL in text for text in legend), legend
+    # plotly.js arrived once, through the shared bundle
+    assert page.evaluate("() => !!window.__vizdebugPlotly && !!window.Plotly")
+    assert lab.dialogs == []
+    lab.screenshot(page, "02_dashboard_done.png", dash)
