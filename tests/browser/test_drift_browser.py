@@ -52,7 +52,7 @@ def _slide(widget, control: str, value: float) -> None:
 
 def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell("import time\ntime.sleep(25)")]
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell("import time\ntime.sleep(60)")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab_root / "drift_busy.ipynb")
     page = lab.open("drift_busy.ipynb")
@@ -60,13 +60,14 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     widget = page.locator(".jp-Notebook .vd-drift").first
     widget.wait_for(timeout=90_000)
     page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'")
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'",
+        timeout=60_000)
     rows = widget.locator(".vd-drift-table tr")
     assert rows.count() == 4  # header + 3 features
     assert _bars(widget).count() == 2 * 30
     lab.screenshot(page, "drift_widget_initial.png", widget)
 
-    _slide(widget, "bins", 10)  # DIV[10] = 60 bins
+    _slide(widget, "bins", 11)  # the 12th choice: 60 bins
     assert _bars(widget).count() == 2 * 60
     before = _heights(widget)
     _slide(widget, "win0", 18)  # only the last quarter of the current data
@@ -90,7 +91,7 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     assert lab.dialogs == [] and lab.page_errors == [] and lab.widget_errors(page) == []
     lab.screenshot(page, "drift_widget_escaped_name.png", widget)
 
-    state = lab.wait_done(page, timeout=60)
+    state = lab.wait_done(page, timeout=120)
     assert _errors(state) == []
     traits = page.evaluate(READ_TRAITS)
     assert EVIL in traits and "| 60 |" in traits and "[18, 23]" in traits
