@@ -190,15 +190,15 @@ class JupyterLab:
         }""")
 
     def screenshot(self, page, name: str, element=None) -> Path | None:
-        """Save a PNG under the artefacts folder: one element, or the whole notebook."""
+        """Save a PNG under the artefacts folder: one element, or the whole notebook.
+
+        The notebook scrolls inside its own panel, so the viewport is first grown to the
+        panel's full height; then every output is laid out and nothing is cut off.
+        """
         if self.artifacts is None:
             return None
         self.artifacts.mkdir(parents=True, exist_ok=True)
         path = self.artifacts / name
-        if element is not None:
-            element.scroll_into_view_if_needed()
-            element.screenshot(path=str(path))
-            return path
         height = page.evaluate(
             "() => { const p = document.querySelector('.jp-WindowedPanel-outer'); "
             "if (p) { p.scrollTop = 0; return p.scrollHeight; } return 1000; }")
@@ -206,7 +206,7 @@ class JupyterLab:
         page.wait_for_timeout(500)
         page.evaluate("() => { const p = document.querySelector('.jp-WindowedPanel-outer'); "
                       "if (p) p.scrollTop = 0; }")
-        page.screenshot(path=str(path))
+        (element or page).screenshot(path=str(path))
         page.set_viewport_size({"width": 1400, "height": 1000})
         return path
 

@@ -47,7 +47,7 @@ def test_escaping_and_paging_while_the_kernel_is_busy(lab, lab_root):
             "v = vd.show_batch((torch.rand(8, 3, 16, 16), torch.tensor([0, 1] * 4)), "
             "classes=classes, n=4)\n"
             "v.next()"),
-        nbformat.v4.new_code_cell("import time\ntime.sleep(25)"),
+        nbformat.v4.new_code_cell("import time\ntime.sleep(180)  # interrupted by the test"),
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab_root / "busy.ipynb")
@@ -68,4 +68,5 @@ def test_escaping_and_paging_while_the_kernel_is_busy(lab, lab_root):
     assert page.locator('.jp-Notebook img[src="x"]').count() == 0  # ... never as an element
     assert lab.dialogs == []
     lab.screenshot(page, "busy_paging_and_escaping.png", widget)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
     lab.wait_done(page, timeout=60)

@@ -100,7 +100,8 @@ def infer_scaling(images: np.ndarray, mean=None, std=None) -> Scaling:
     if (m is None) != (s is None):
         raise VizdebugError("pass mean and std together (the values your Normalize used)")
     if m is not None:
-        base = _scaling_of(_sample_images(images) * s[None, :, None, None] + m[None, :, None, None])
+        base = _scaling_of(_sample_images(images) * s[None, :, None, None] + m[None, :, None, None],
+                           given=True)
         note = f"un-normalised with the given mean/std; {base.note}"
         return Scaling("mean-std", base.lo, base.hi, note, base.absolute, m, s)
     return _scaling_of(_sample_images(images) if images.dtype.kind == "f" else images)
@@ -114,7 +115,7 @@ def _sample_images(images: np.ndarray) -> np.ndarray:
     return x[:, :, ::step, ::step].astype(np.float64)
 
 
-def _scaling_of(x: np.ndarray) -> Scaling:
+def _scaling_of(x: np.ndarray, given: bool = False) -> Scaling:
     c = x.shape[1]
     ones, zeros = np.ones(c), np.zeros(c)
     if x.dtype == np.bool_:
@@ -126,17 +127,22 @@ def _scaling_of(x: np.ndarray) -> Scaling:
     if v.size == 0:
         return Scaling("minmax", zeros, ones, "no finite values", False)
     lo, hi = np.percentile(v, [0.1, 99.9])
-    shown = f"values {v.min():.3g}..{v.max():.3g}"
+    shown = f"values {_short(v.min())}..{_short(v.max())}"
     if lo >= -0.05 and hi <= 1.05:
         return Scaling("0-1", zeros, ones, f"{shown}: read as 0-1", True)
     if lo >= -0.5 and 25 < hi <= 260:
         return Scaling("0-255", zeros, ones * 255, f"{shown}: read as 0-255", True)
     if lo >= -1.05 and hi <= 1.05:
         return Scaling("-1-1", -ones, ones, f"{shown}: read as -1..1", True)
-    return _minmax(x)
+    return _minmax(x, given)
 
 
-def _minmax(x: np.ndarray) -> Scaling:
+def _short(v: float) -> str:
+    """A value for a note: 4 significant digits, float noise around 0 shown as 0."""
+    return f"{float(np.round(v, 4)) + 0.0:.4g}"
+
+
+def _minmax(x: np.ndarray, given: bool = False) -> Scaling:
     c = x.shape[1]
     per = np.moveaxis(x, 1, 0).reshape(c, -1)
     per = per[:, :: max(1, per.shape[1] // (SAMPLE_VALUES // c))].astype(np.float64)
@@ -145,9 +151,11 @@ def _minmax(x: np.ndarray) -> Scaling:
     hi = np.nanpercentile(per, 99.5, axis=1)
     hi = np.where(hi > lo, hi, lo + 1)
     standardised = bool(np.nanmin(per) < -1e-3)
-    what = "looks standardised" if standardised else f"values up to {np.nanmax(per):.3g}"
-    note = (f"{what}: shown with each channel stretched over its batch range "
-            "(0.5th-99.5th percentile); pass mean=/std= for true colours")
+    what = ("looks standardised" if standardised and not given
+            else f"values {_short(np.nanmin(per))}..{_short(np.nanmax(per))}")
+    note = f"{what}: each channel stretched over its batch range (0.5th-99.5th percentile)"
+    if not given:
+        note += "; pass mean=/std= for true colours"
     return Scaling("minmax", lo, hi, note, False)
 
 

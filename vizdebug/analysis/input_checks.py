@@ -122,7 +122,7 @@ def _flag_finding(canon: Batch, flags: list[list[str]], flag: str, n: int) -> li
         return []
     code, severity, one, many, hint = _FLAG_TEXT[flag]
     verb = one if len(hit) == 1 else many
-    msg = f"{len(hit)} of {n} images {verb}: indices {_fmt_indices(hit)}"
+    msg = f"{len(hit)} of {n} images {verb}"
     return [Finding(code, severity, msg, where=_fmt_indices(hit),
                     evidence={"indices": hit[:256], "count": len(hit), "of": n}, hint=hint)]
 
