@@ -25,8 +25,10 @@ var vdDriftMount = (function () {
     if (a !== 0 && (a < 1e-3 || a >= 1e5)) return x.toExponential(d === undefined ? 1 : d);
     return String(Number(x.toPrecision(d === undefined ? 3 : d + 1)));
   }
-  function fmtX(x, isDate) {
-    return isDate ? new Date(x).toISOString().slice(0, 16).replace("T", " ") : fmt(x, 3);
+  function fmtX(x, isDate, dayOnly) {
+    if (!isDate) return fmt(x, 3);
+    var iso = new Date(x).toISOString();
+    return dayOnly ? iso.slice(0, 10) : iso.slice(0, 16).replace("T", " ");
   }
 
   // ---- statistics (approximations from sketches; Python gives the exact ones) ----
@@ -135,15 +137,29 @@ var vdDriftMount = (function () {
   }
 
   // ---- drawing ----
+  function niceTicks(lo, hi, n) {
+    var span = hi - lo;
+    if (!(span > 0)) return [lo];
+    var raw = span / n, mag = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / mag;
+    var step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag, out = [];
+    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+    return out;
+  }
   function axes(svg, W, H, pad, xlo, xhi, ylo, yhi, isDate, ylabel) {
     svg.appendChild(s("line", { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, stroke: "#888" }));
     svg.appendChild(s("line", { x1: pad.l, y1: pad.t, x2: pad.l, y2: H - pad.b, stroke: "#888" }));
-    for (var i = 0; i <= 4; i++) {
-      var xv = xlo + (xhi - xlo) * i / 4, x = pad.l + (W - pad.l - pad.r) * i / 4;
-      svg.appendChild(s("text", { x: x, y: H - pad.b + 14, "text-anchor": "middle", "font-size": 10, fill: "#444" }, fmtX(xv, isDate)));
-      var yv = ylo + (yhi - ylo) * i / 4, y = H - pad.b - (H - pad.t - pad.b) * i / 4;
+    var xt = isDate ? [0, 1, 2, 3, 4].map(function (i) { return xlo + (xhi - xlo) * i / 4; }) : niceTicks(xlo, xhi, 5);
+    var dayOnly = isDate && xhi - xlo > 2 * 86400000;
+    xt.forEach(function (xv, i) {
+      var x = pad.l + (xv - xlo) / (xhi - xlo || 1) * (W - pad.l - pad.r);
+      var anchor = isDate ? (i === 0 ? "start" : i === xt.length - 1 ? "end" : "middle") : "middle";
+      svg.appendChild(s("line", { x1: x, x2: x, y1: H - pad.b, y2: H - pad.b + 3, stroke: "#888" }));
+      svg.appendChild(s("text", { x: x, y: H - pad.b + 14, "text-anchor": anchor, "font-size": 10, fill: "#444" }, fmtX(xv, isDate, dayOnly)));
+    });
+    niceTicks(ylo, yhi, 4).forEach(function (yv) {
+      var y = H - pad.b - (yv - ylo) / (yhi - ylo || 1) * (H - pad.t - pad.b);
       svg.appendChild(s("text", { x: pad.l - 4, y: y + 3, "text-anchor": "end", "font-size": 10, fill: "#444" }, fmt(yv, 2)));
-    }
+    });
     svg.appendChild(s("text", { x: 4, y: 10, "font-size": 10, fill: "#444" }, ylabel));
   }
   function legend(svg, W, items) {

@@ -21,6 +21,7 @@ from ..analysis.drift_findings import drift_findings, drift_table, rank
 from ..analysis.drift_input import as_table, canonical, columns_for
 from ..errors import VizdebugError
 from ._base import View
+from ._drift_svg import overlay_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,7 +132,7 @@ class DriftView(View):
             f"<h3>{html.escape(repr(self).split(':')[0])}: {len(self.drifted)} of "
             f"{len(self.results)} features drifted</h3>"
             f"{self.findings.to_html()}"
-            f'<div id="{div_id}" class="vd-drift-app">{self._table_html()}</div>'
+            f'<div id="{div_id}" class="vd-drift-app">{self._table_html()}{self._static_overlays()}</div>'
             f'<script type="application/json" id="{div_id}-data">{_to_json(self.data())}</script>'
             f"<script>(function(){{{_js_source()}\nvar el=document.getElementById('{div_id}');"
             f"var d=JSON.parse(document.getElementById('{div_id}-data').textContent);"
@@ -148,6 +149,15 @@ class DriftView(View):
             for _, row in df.iterrows()
         )
         return f'<table class="vd-table vd-drift-table"><tr>{head}</tr>{body}</table>'
+
+    def _static_overlays(self, limit: int = 3) -> str:
+        """Overlays of the most drifted features, drawn here for pages without scripts."""
+        figures = [
+            overlay_figure(r.feature, r.kind, r.sketch,
+                           f"({r.effect_metric} {r.effect_size:.3g}{', drifted' if r.drifted else ''})")
+            for r in self.results[:limit]
+        ]
+        return f'<div class="vd-static-plots">{"".join(figures)}</div>'
 
     def _build_widget(self) -> Any:
         return _widget_class()(data=self.data(), selected=self.results[0].feature if self.results else "",
