@@ -52,6 +52,9 @@ def test_static_html_escapes_user_strings(view: DriftView, monkeypatch: pytest.M
     decoded = json.loads(data)
     assert EVIL in [f["feature"] for f in decoded["features"]]
     assert len(page) < 200_000 and "Plotly.newPlot" not in page  # no 5 MB plotly.js bundle
+    # where scripts do not run: the table and server-drawn overlays of the top features
+    assert page.count('class="vd-static-overlay"') == 3
+    assert "<b>&lt;img src=x onerror=alert(1)&gt;</b>" in page
 
 
 def test_widget_bundle_and_traits(view: DriftView, monkeypatch: pytest.MonkeyPatch) -> None:
