@@ -61,6 +61,17 @@ def test_ks_and_wasserstein_equal_scipy_any_samples(a: np.ndarray, b: np.ndarray
     assert w == pytest.approx(stats.wasserstein_distance(a, b), rel=1e-9, abs=1e-9)
 
 
+def test_float32_input_gives_scipy_numbers_of_the_same_values() -> None:
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(size=30_000).astype(np.float32), rng.normal(0.03, size=20_000).astype(np.float32)
+    (r,) = compare_columns(columns_for({"x": a}, {"x": b})[0])
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = stats.ks_2samp(a64, b64)
+    assert r.statistic == ref.statistic and r.p_value == pytest.approx(ref.pvalue, rel=1e-12)
+    w = stats.wasserstein_distance(a64, b64)
+    assert r.effect_size == pytest.approx(w / np.std(a64), rel=1e-12)
+
+
 @pytest.mark.parametrize("shift", [0.07, 0.09])
 def test_far_tail_pvalue_approximation_within_two_percent(shift: float) -> None:
     # scipy spends ~0.5 s per feature here; the approximation is used only far below any alpha

@@ -200,6 +200,8 @@ def numeric_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None) ->
 
 def _sorted_finite(values: np.ndarray) -> tuple[np.ndarray, float]:
     s = np.sort(values)
+    if s.dtype != np.float64:  # float32 -> float64 is exact and keeps the order
+        s = s.astype(np.float64)
     n_finite = int(np.count_nonzero(np.isfinite(s)))
     if n_finite == len(s):
         return s, 0.0
