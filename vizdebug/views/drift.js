@@ -402,5 +402,7 @@ var vdDriftMount = (function () {
     });
     redraw();
   }
+  // the statistics helpers, for tests (tests/test_drift_js.py runs them in node)
+  mount.stats = { kolmogorovSf: kolmogorovSf, gammaQ: gammaQ, adjust: adjust, ksBinned: ksBinned, chi2Counts: chi2Counts, whatIf: whatIf };
   return mount;
 })();

@@ -1,0 +1,70 @@
+"""The browser's statistics (drift.js) against scipy and the Python side, run in node."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from vizdebug.analysis.drift import adjust_pvalues
+from vizdebug.views.drift import _js_source, compare_distributions
+
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+def run_js(expr: str) -> object:
+    """Evaluate ``expr`` (which may use ``S``, the helpers) in node; returns its JSON value."""
+    code = f"{_js_source()}\nvar S = vdDriftMount.stats;\nconsole.log(JSON.stringify({expr}));"
+    out = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def test_kolmogorov_and_chi2_tails_match_scipy() -> None:
+    lams = [0.2, 0.5, 0.8, 1.0, 1.17, 1.19, 1.5, 2.5, 4.0]
+    got = run_js(f"{lams}.map(S.kolmogorovSf)")
+    assert np.allclose(got, special.kolmogorov(lams), rtol=1e-9, atol=1e-15)
+    cases = [(1, 0.5), (1, 3.84), (4, 2.0), (4, 9.49), (10, 30.0), (29, 10.0), (29, 80.0)]
+    got = run_js("[" + ",".join(f"S.gammaQ({k / 2}, {x / 2})" for k, x in cases) + "]")
+    assert np.allclose(got, [stats.chi2.sf(x, k) for k, x in cases], rtol=1e-9)
+
+
+def test_corrections_match_python() -> None:
+    p = [0.001, 0.04, 0.03, float("nan"), 0.5, 0.0101]
+    for method in ("holm", "bonferroni", "bh", "none"):
+        got = run_js(f"S.adjust({json.dumps([x if x == x else None for x in p])}.map(v => v === null ? NaN : v), '{method}')")
+        want = adjust_pvalues(np.array(p), method)
+        assert np.allclose(np.array(got, dtype=float), want, equal_nan=True), method
+
+
+def test_binned_window_statistics_approximate_the_exact_ones() -> None:
+    rng = np.random.default_rng(0)
+    view = compare_distributions({"x": rng.normal(size=20_000), "c": rng.choice(list("abc"), 20_000)},
+                                 {"x": rng.normal(0.2, 1, 20_000), "c": rng.choice(list("abcd"), 20_000)})
+    num = next(r for r in view.results if r.feature == "x")
+    cat = next(r for r in view.results if r.feature == "c")
+    sk = num.sketch
+    got = run_js(f"S.ksBinned({sk['ref_hist']}, {sk['cur_hist']}, {(sk['hi'] - sk['lo']) / 120}, {sk['ref_std']})")
+    assert abs(got["statistic"] - num.statistic) < 0.01  # 120 bins over +-3.3 sigma
+    assert got["effect"] == pytest.approx(num.effect_size, abs=0.02)
+    c = cat.sketch
+    got = run_js(f"S.chi2Counts({c['ref_counts']}, {c['cur_counts']})")
+    assert got["statistic"] == pytest.approx(cat.statistic, rel=1e-9)
+    assert got["effect"] == pytest.approx(cat.effect_size, rel=1e-9)
+
+
+def test_what_if_shift_is_detected_like_the_real_test() -> None:
+    rng = np.random.default_rng(1)
+    ref = rng.normal(size=5000)
+    view = compare_distributions({"x": ref}, {"x": rng.normal(size=5000)})
+    f = json.dumps(view.data()["features"][0])
+    got = run_js(f"[0, 0.07, 0.15, 0.3].map(d => S.whatIf({f}, d, 1, 1))")
+    shifted = [compare_distributions({"x": ref}, {"x": ref + d * ref.std()}).results[0] for d in (0, 0.07, 0.15, 0.3)]
+    for g, real in zip(got, shifted):
+        assert g["statistic"] == pytest.approx(real.statistic, abs=0.01)
+        assert g["effect"] == pytest.approx(real.effect_size, abs=0.01)
+        assert (g["p_adj"] < 0.05 and g["effect"] >= 0.1) == real.drifted
