@@ -168,11 +168,8 @@ def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
     echo("   " + (repr(data_findings).replace("\n", "\n   ")))
     parts.append(data_findings)
 
-    echo(f"4. Training a small CNN for {epochs} epochs:")
-    model = make_model()
-    history = train(model, train_loader, val_loader, epochs=epochs)
-    last = history[-1]
-    echo(f"   validation accuracy {last['val_acc']:.3f}, loss {last['val_loss']:.3f}")
+    echo(f"4. Training a small CNN for {epochs} epochs, watched (vd.watch + dashboard):")
+    parts.extend(training_step(train_loader, val_loader, epochs, echo))
 
     echo("5. Drift between training and validation features (compare_distributions):")
     parts.extend(drift_step(echo))
@@ -218,3 +215,22 @@ def drift_step(echo: Callable[[str], None]) -> list[Any]:
     shifted.title = "Drift: training images after a too-strong augmentation vs validation"
     echo(f"   augmented (shift up to 8) train vs validation: {shifted!r}")
     return [clean, shifted, shifted.findings]
+
+
+# ---- training step (vd.watch): the run's dashboard and its diagnosis ---------------------
+
+def training_step(train_loader, val_loader, epochs: int,
+                  echo: Callable[[str], None]) -> list[Any]:
+    """Train the CNN with ``vd.watch`` attached; the session (static dashboard) and its
+    findings go into the report."""
+    import vizdebug as vd
+
+    model = make_model()
+    with vd.watch(model, loader=train_loader) as session:
+        history = train(model, train_loader, val_loader, epochs=epochs, log=session.log)
+    last = history[-1]
+    echo(f"   validation accuracy {last['val_acc']:.3f}, loss {last['val_loss']:.3f}")
+    findings = session.findings()
+    echo("   " + repr(findings).replace("\n", "\n   "))
+    session.title = "Training dashboard: a small CNN on digits"
+    return [session, findings]
