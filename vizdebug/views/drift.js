@@ -176,18 +176,26 @@ var vdDriftMount = (function () {
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     var X = function (v) { return pad.l + (v - sk.lo) / (sk.hi - sk.lo) * (W - pad.l - pad.r); };
     if (st.mode === "ecdf") {
-      var series = [[sk.ref_q, REF, "reference"], [st.windowed ? null : sk.cur_q, CUR, "current"]];
+      var series = [[sk.ref_q, REF, "reference"]];
+      if (!st.windowed) series.push([sk.cur_q, CUR, "current"]);
       if (wi) series.push([wi.q, WHATIF, "what-if"]);
       axes(svg, W, H, pad, sk.lo, sk.hi, 0, 1, isDate, "ECDF");
+      var line = function (pts, colour, name) {
+        svg.appendChild(s("path", { d: path(pts), fill: "none", stroke: colour, "stroke-width": 2, "stroke-dasharray": name === "what-if" ? "5,3" : "", "data-series": name }));
+      };
       series.forEach(function (se) {
-        if (!se[0]) return;
-        var pts = se[0].map(function (v, i) { return [X(Math.min(Math.max(v, sk.lo), sk.hi)), H - pad.b - i / (se[0].length - 1) * (H - pad.t - pad.b)]; });
-        svg.appendChild(s("path", { d: path(pts), fill: "none", stroke: se[1], "stroke-width": 2, "stroke-dasharray": se[2] === "what-if" ? "5,3" : "", "data-series": se[2] }));
+        line(se[0].map(function (v, i) { return [X(Math.min(Math.max(v, sk.lo), sk.hi)), H - pad.b - i / (se[0].length - 1) * (H - pad.t - pad.b)]; }), se[1], se[2]);
       });
-      if (st.windowed) svg.appendChild(s("text", { x: pad.l + 8, y: pad.t + 12, "font-size": 10 }, "ECDF of a time window: use the histogram"));
-      legend(svg, W, series.filter(function (x) { return x[0]; }).map(function (x) { return [x[2], x[1]]; }));
+      if (st.windowed) { // the window's ECDF from its binned counts, at the bin edges
+        var n = sum(cur) || 1, acc = 0, pts = [[X(sk.lo), H - pad.b]];
+        cur.forEach(function (c, i) { acc += c; pts.push([X(sk.lo + (sk.hi - sk.lo) * (i + 1) / 120), H - pad.b - acc / n * (H - pad.t - pad.b)]); });
+        line(pts, CUR, "current");
+        series.splice(1, 0, [cur, CUR, "current"]);
+      }
+      legend(svg, W, series.map(function (x) { return [x[2], x[1]]; }));
       return;
     }
+    if (st.mode === "density") { drawDensity(svg, sk, cur, wi, st, isDate, W, H, pad); return; }
     var k = 120 / st.bins, rb = [], cb = [];
     for (var i = 0; i < st.bins; i++) {
       var a = 0, b = 0; for (var j = i * k; j < (i + 1) * k; j++) { a += sk.ref_hist[j]; b += cur[j]; }
@@ -217,6 +225,34 @@ var vdDriftMount = (function () {
     svg.appendChild(g);
     if (wb) svg.appendChild(s("path", { d: path(wb.map(function (v, i) { return [pad.l + (i + 0.5) * bw, Y(v)]; })), fill: "none", stroke: WHATIF, "stroke-width": 2, "stroke-dasharray": "5,3", "data-series": "what-if" }));
     legend(svg, W, [["reference", REF], ["current", CUR]].concat(wb ? [["what-if", WHATIF]] : []));
+  }
+
+  // a kernel density from the 120 fine bins; the bins slider sets the bandwidth
+  function smooth(counts, sigma) {
+    var n = sum(counts) || 1, out = [], r = Math.ceil(3 * sigma);
+    for (var i = 0; i < counts.length; i++) {
+      var t = 0, wsum = 0;
+      for (var j = Math.max(0, i - r); j <= Math.min(counts.length - 1, i + r); j++) {
+        var w = Math.exp(-0.5 * (i - j) * (i - j) / (sigma * sigma)); t += w * counts[j]; wsum += w;
+      }
+      out.push(t / wsum / n);
+    }
+    return out;
+  }
+  function drawDensity(svg, sk, cur, wi, st, isDate, W, H, pad) {
+    var sigma = Math.max(0.5, 60 / st.bins), series = [[smooth(sk.ref_hist, sigma), REF, "reference"], [smooth(cur, sigma), CUR, "current"]];
+    if (wi) {
+      var fine = []; for (var i = 0; i < 120; i++) fine.push(cdfAt(wi.q, sk.lo + (sk.hi - sk.lo) * (i + 1) / 120) - cdfAt(wi.q, sk.lo + (sk.hi - sk.lo) * i / 120));
+      series.push([smooth(fine.map(function (v) { return v * 1e6; }), sigma), WHATIF, "what-if"]);
+    }
+    var ymax = 0; series.forEach(function (se) { se[0].forEach(function (v) { ymax = Math.max(ymax, v); }); });
+    ymax = ymax * 1.08 || 1;
+    axes(svg, W, H, pad, sk.lo, sk.hi, 0, ymax, isDate, "density (share per 1/120 of the range)");
+    series.forEach(function (se) {
+      var pts = se[0].map(function (v, i) { return [pad.l + (i + 0.5) / 120 * (W - pad.l - pad.r), H - pad.b - v / ymax * (H - pad.t - pad.b)]; });
+      svg.appendChild(s("path", { d: path(pts), fill: "none", stroke: se[1], "stroke-width": 2, "stroke-dasharray": se[2] === "what-if" ? "5,3" : "", "data-series": se[2] }));
+    });
+    legend(svg, W, series.map(function (x) { return [x[2], x[1]]; }));
   }
 
   function drawCategorical(svg, f, cur) {
@@ -302,7 +338,7 @@ var vdDriftMount = (function () {
     slider("shift", "what-if shift (σ)", -2, 2, 0.01, 0, function (v) { return (v > 0 ? "+" : "") + v.toFixed(2); });
     slider("scale", "what-if scale ×", 0.5, 2, 0.01, 1, function (v) { return v.toFixed(2); });
     var modeSel = h("select", { "data-control": "mode" });
-    [["hist", "histogram"], ["ecdf", "ECDF"]].forEach(function (o) { modeSel.appendChild(h("option", { value: o[0] }, o[1])); });
+    [["hist", "histogram"], ["density", "density"], ["ecdf", "ECDF"]].forEach(function (o) { modeSel.appendChild(h("option", { value: o[0] }, o[1])); });
     modeSel.addEventListener("change", function () { st.mode = modeSel.value; redraw(); });
     controls.appendChild(modeSel);
     var winOut = null;
