@@ -29,10 +29,11 @@ def test_show_batch_notebook():
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]
     assert errors == []
-    clean = outputs_of(nb, "vd.show_batch(loader")[0]["data"]
-    assert "application/vnd.jupyter.widget-view+json" in clean
-    assert clean["text/html"].count('class="vd-cell') == 64
-    assert "blank-images" not in clean["text/html"].split("Findings", 1)[1]
+    static, live = (o["data"] for o in outputs_of(nb, "vd.show_batch(loader"))
+    assert "application/vnd.jupyter.widget-view+json" in live  # the widget ...
+    assert "data-vd-fallback" in static["text/html"]  # ... after its static twin
+    assert static["text/html"].count('class="vd-cell') == 64
+    assert "blank-images" not in static["text/html"].split("Findings", 1)[1]
     bad = outputs_of(nb, "view = vd.show_batch(bad_loader")[0]["data"]["text/html"]
     assert bad.count('data-flags="blank"') >= 10
     findings = outputs_of(nb, "view.findings")[0]["data"]["text/html"]
@@ -41,3 +42,9 @@ def test_show_batch_notebook():
     assert "input-not-normalized" in outputs_of(nb, "Normalize forgotten")[0]["data"]["text/html"]
     none_html = outputs_of(nb, "vd.check_dataset(Leaky")[0]["data"]["text/html"]
     assert "input-none" in none_html and "7, 257, 507" in none_html
+    # nbconvert keeps the static views even though the widget state was saved
+    from nbconvert import HTMLExporter
+
+    assert "widgets" in nb.metadata
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    assert page.count('class="vd-cell') == 128 and "blank-images" in page

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import uuid
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,24 @@ def standalone_page(title: str, body: str, *, with_plotly: bool = False) -> str:
     )
 
 
+@cache
+def _fallback_js() -> str:
+    return (Path(__file__).with_name("static") / "fallback.js").read_text(encoding="utf-8")
+
+
+def live_esm(view_js: str) -> str:
+    """Wrap a view's anywidget ESM so its render first hides the view's static twin.
+
+    ``view_js`` must end its module with ``export default {...}`` holding ``render``; the
+    widget class needs a synced ``fallback_id = traitlets.Unicode("")`` trait.
+    """
+    if "export default" not in view_js:
+        raise ValueError("a view's ESM must have an `export default { render }`")
+    body = view_js.replace("export default", "const __vdView =", 1)
+    return (f"{_fallback_js()}\n{body}\nexport default {{ ...__vdView, render(ctx) {{ "
+            "vdHideFallback(ctx.model, ctx.el); return __vdView.render(ctx); } };\n")
+
+
 class View:
     """Base of every view: a live widget where a front end exists, static HTML elsewhere.
 
@@ -97,15 +117,36 @@ class View:
             self._widget = self._build_widget()
         return self._widget
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        mode = renderer()
-        bundle: dict[str, Any] = {"text/plain": repr(self)}
-        if mode == "text":
-            return bundle
+    def _static_bundle(self, fallback_id: str | None = None) -> dict[str, Any]:
         static = self.to_html()
         if self.uses_plotly:
             static = plotly_js() + static
-        bundle["text/html"] = static
+        if fallback_id:
+            static = f'<div class="vd-static-fallback" data-vd-fallback="{fallback_id}">{static}</div>'
+        return {"text/plain": repr(self), "text/html": static}
+
+    def _ipython_display_(self) -> None:
+        """Two outputs: static HTML, then the live widget, which hides the static one.
+
+        nbconvert (with or without saved widget state), GitHub and a reopened notebook
+        without a kernel show the static HTML; a live front end shows the widget only.
+        """
+        from IPython.display import display
+
+        mode = renderer()
+        widget = self.widget if mode == "widget" else None
+        if widget is None or not widget.has_trait("fallback_id"):
+            display(self._repr_mimebundle_(), raw=True)
+            return
+        widget.fallback_id = uuid.uuid4().hex
+        display(self._static_bundle(widget.fallback_id), raw=True)
+        display(widget)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        mode = renderer()
+        if mode == "text":
+            return {"text/plain": repr(self)}
+        bundle = self._static_bundle()
         if mode == "widget" and self.widget is not None:
             data = self.widget._repr_mimebundle_()
             if isinstance(data, tuple):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..data.sources import PageSource, page_source
 from ..findings import Findings
-from ._base import View
+from ._base import View, live_esm
 from .batch_page import Page, render_page
 
 _STATIC = Path(__file__).with_name("static")
@@ -137,7 +137,7 @@ class BatchView(View):
                    "ps.forEach(function(p,k){p.style.display=k===j?'block':'none';});"
                    f"document.getElementById('{uid}-label').textContent=' batch '+(j+1)+' of '+ps.length+' ';}}"
                    "</script>")
-        return (f'<div id="{uid}" class="vd-batch-widget"><style>{_asset("batch.css")}</style>'
+        return (f'<div id="{uid}" class="vd-batch-static"><style>{_asset("batch.css")}</style>'
                 f"{nav}{pages}</div>")
 
     def __repr__(self) -> str:
@@ -152,12 +152,13 @@ def _widget_class() -> type:
     import traitlets
 
     class BatchWidget(anywidget.AnyWidget):
-        _esm = _asset("batch_widget.js")
+        _esm = live_esm(_asset("batch_widget.js"))
         _css = _asset("batch.css")
         pages = traitlets.List(traitlets.Unicode()).tag(sync=True)
         page = traitlets.Int(0).tag(sync=True)
         more = traitlets.Bool(False).tag(sync=True)
         status = traitlets.Unicode("").tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)
 
     return BatchWidget
 
