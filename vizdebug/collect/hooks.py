@@ -1,7 +1,7 @@
 """Forward, pre-forward and gradient hooks on a model: per-layer health, lazily read.
 
 Every ``every``-th training step (a forward pass in training mode) each leaf module's
-output is summarised on its device (:func:`~vizdebug.collect.stats.activation_stats`) and
+output is summarised on its device (:func:`~vizdebug.collect.stats.activation_sample`) and
 each parameter's gradient norm, weight norm and copy are taken when its gradient is
 accumulated. Nothing is read back during the step: a sampled step is *sealed* (stacked)
 when the next training step starts, and read one sample period later, when the device
@@ -14,6 +14,7 @@ a weak reference.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -22,13 +23,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .anomaly import AnomalyEvent, AnomalyPolicy, WatchAnomaly
+from .fused import at_end_of_backward, copies, differences, norms
 from .samples import SampleBuffer
-from .stats import ACTIVATION_FIELDS, activation_stats, describe_tensor
+from .stats import (
+    ACTIVATION_FIELDS,
+    activation_sample,
+    batch_activation_stats,
+    describe_tensor,
+)
 
 if TYPE_CHECKING:
     import torch
 
 GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
+# Shape-only modules repeat their input's statistics: not worth a sample.
+_RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
 ErrorSink = Callable[[str, BaseException], None]
 
 
@@ -52,10 +61,13 @@ class _Pending:
 
     def __init__(self, step: int) -> None:
         self.step = step
-        self.act: list[tuple[int, torch.Tensor]] = []
-        self.grad: list[tuple[int, torch.Tensor, torch.Tensor]] = []
-        self.before: dict[int, torch.Tensor] = {}
-        self.update: torch.Tensor | None = None
+        self.act: list[tuple[int, Any]] = []
+        self.ready: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        self.queued = False
+        self.grad_idx: list[int] = []
+        self.grad_norm: list[torch.Tensor] = []
+        self.weight_norm: list[torch.Tensor] = []
+        self.before: list[torch.Tensor] = []
 
 
 class ModelHooks:
@@ -93,25 +105,48 @@ class ModelHooks:
         self._lock = threading.RLock()
         self._none_source: str | None = None
         self._seen_nonfinite = False
-        self.handles: list[Any] = []
-        self._register(model, named, params)
+        leaf_ids = {id(m) for _, m in named}
+        self._leaves = [weakref.ref(m) for _, m in named]
+        self._containers = [(n, weakref.ref(m)) for n, m in model.named_modules()
+                            if id(m) not in leaf_ids]
+        self._params = [weakref.ref(p) for _, p in params]
+        self._paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
+        # Per-layer hooks cost Python calls on every step, so they are attached only for
+        # sampled steps; with every=1 or an immediate on_anomaly they stay.
+        self.permanent = every == 1 or policy.immediate
+        self.handles: list[Any] = [
+            model.register_forward_pre_hook(self._root_pre_hook),
+            model.register_forward_hook(self._root_post_hook, always_call=True),
+        ]
+        self.step_handles: list[Any] = []
+        if self.permanent:
+            self._attach()
 
     # -- registration -------------------------------------------------------------------
-    def _register(self, model: torch.nn.Module, named: list, params: list) -> None:
-        add = self.handles.append
-        add(model.register_forward_pre_hook(self._root_pre_hook))
-        leaves = {id(m) for _, m in named}
-        for idx, (_, module) in enumerate(named):
-            add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
-            add(module.register_forward_hook(self._make_forward_hook(idx)))
-        for path, module in model.named_modules():
-            if id(module) not in leaves:
+    def _attach(self) -> None:
+        add = self.step_handles.append
+        for idx, ref in enumerate(self._leaves):
+            module = ref()
+            if module is not None:
+                add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
+                add(module.register_forward_hook(self._make_forward_hook(idx)))
+        for path, ref in self._containers:
+            module = ref()
+            if module is not None:
                 add(module.register_forward_hook(self._make_container_hook(path)))
-        for idx, (_, param) in enumerate(params):
-            add(param.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+        for idx, ref in enumerate(self._params):
+            param = ref()
+            if param is not None:
+                add(param.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+
+    def _detach(self) -> None:
+        handles, self.step_handles = self.step_handles, []
+        for handle in handles:
+            handle.remove()
 
     def remove(self) -> None:
         """Remove every hook (harmless when called twice)."""
+        self._detach()
         handles, self.handles = self.handles, []
         for handle in handles:
             handle.remove()
@@ -128,8 +163,47 @@ class ModelHooks:
             self.sampling = self.step % self.every == 0
             if self.sampling:
                 self._current = _Pending(self.step)
+            if not self.permanent and self.sampling and not self.step_handles:
+                self._attach()
+            elif not self.permanent and not self.sampling and self.step_handles:
+                self._detach()
         except Exception as exc:
             self.on_error("the step counter", exc)
+
+    def _root_post_hook(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
+        """Also runs when forward raised: a module that crashed on a ``None`` is named."""
+        exc = sys.exc_info()[1]
+        if exc is None or isinstance(exc, WatchAnomaly):
+            return
+        try:
+            self._diagnose_crash(exc)
+        except Exception as err:
+            self.on_error("the crash diagnosis", err)
+
+    def _diagnose_crash(self, exc: BaseException) -> None:
+        """Find the innermost module call in the traceback; report a ``None`` argument."""
+        calls = []
+        tb = exc.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_name == "_call_impl" and "self" in frame.f_locals:
+                calls.append(frame.f_locals)
+            tb = tb.tb_next
+        if not calls:
+            return
+        inner = calls[-1]
+        args = inner.get("args") or ()
+        if not any(a is None for a in args):
+            return
+        position = next(i for i, a in enumerate(args) if a is None)
+        path = self._paths.get(id(inner["self"]))
+        known = any(ev.kind == "input-none" and ev.module_path == path and ev.step == self.step
+                    for ev in self.policy.events)
+        if path is None or known:
+            return
+        source = _previous_sibling(calls, self._paths)
+        self._none_source = source or self._none_source
+        self._input_none_event(path, type(inner["self"]).__name__, position)
 
     def _make_pre_hook(self, idx: int) -> Callable:
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
@@ -148,9 +222,9 @@ class ModelHooks:
                     self._check_finite(idx, inputs, output)
                 if self.sampling and not self._eval and self._current is not None:
                     tensor = first_tensor(output)
-                    if tensor is not None:
-                        stats = activation_stats(tensor, self.module_classes[idx])
-                        self._current.act.append((idx, stats))
+                    if tensor is not None and self.module_classes[idx] not in _RESHAPES:
+                        sample = activation_sample(tensor, self.module_classes[idx])
+                        self._current.act.append((idx, sample))
             except WatchAnomaly:
                 raise
             except Exception as exc:
@@ -169,20 +243,37 @@ class ModelHooks:
             if not self.sampling or current is None or param.grad is None:
                 return
             try:
-                import torch
-
-                with torch.no_grad():
-                    grad_norm = torch.linalg.vector_norm(param.grad.detach()).float()
-                    weight_norm = torch.linalg.vector_norm(param.detach()).float()
-                    current.before[idx] = param.detach().clone()
-                current.grad.append((idx, grad_norm, weight_norm))
+                current.ready.append((idx, param.detach(), param.grad.detach()))
+                if not current.queued:
+                    current.queued = True
+                    at_end_of_backward(lambda: self._reduce_grads(current))
             except Exception as exc:
                 self.on_error(f"the gradient collector on {self.param_paths[idx]!r}", exc)
         return grad_hook
 
+    def _reduce_grads(self, pending: _Pending) -> None:
+        """At the end of backward: all gradient and weight norms in two fused calls, and
+        one fused copy of the weights (for the update ratio at the next step)."""
+        try:
+            import torch
+
+            ready, pending.ready, pending.queued = pending.ready, [], False
+            if not ready:
+                return
+            params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
+            with torch.no_grad():
+                pending.grad_idx += [i for i, _, _ in ready]
+                pending.grad_norm += norms(grads)
+                pending.weight_norm += norms(params)
+                pending.before += copies(params)
+        except Exception as exc:
+            self.on_error("the gradient collector", exc)
+
     # -- anomalies ----------------------------------------------------------------------
     def _input_none(self, idx: int, position: int) -> None:
-        path, cls = self.module_paths[idx], self.module_classes[idx]
+        self._input_none_event(self.module_paths[idx], self.module_classes[idx], position)
+
+    def _input_none_event(self, path: str, cls: str, position: int) -> None:
         source = self._none_source
         origin = f"; {source!r} returned None just before" if source else ""
         event = AnomalyEvent(
@@ -230,21 +321,21 @@ class ModelHooks:
         act = None
         if pending.act:
             idx = torch.tensor([i for i, _ in pending.act])
-            act = (idx, torch.stack([s for _, s in pending.act]))
+            classes = [self.module_classes[i] for i, _ in pending.act]
+            act = (idx, batch_activation_stats([s for _, s in pending.act], classes))
         grad = None
-        if pending.grad:
-            idx = torch.tensor([i for i, _, _ in pending.grad])
-            model = self.model_ref()
-            by_idx = dict(zip(range(len(self.param_paths)), _params(model))) if model else {}
+        if pending.ready:  # backward ended without running the callback
+            self._reduce_grads(pending)
+        if pending.grad_idx:
+            idx = torch.tensor(pending.grad_idx)
             with torch.no_grad():
-                updates = [
-                    torch.linalg.vector_norm(by_idx[i].detach() - pending.before[i]).float()
-                    if i in by_idx else torch.tensor(float("nan"))
-                    for i, _, _ in pending.grad
-                ]
-            norms = torch.stack([torch.stack([g, w, u]) for (_, g, w), u
-                                 in zip(pending.grad, updates)])
-            grad = (idx, norms)
+                now = [self._params[i]() for i in pending.grad_idx]
+                if any(p is None for p in now):
+                    return pending.step, act, None
+                updates = norms(differences([p.detach() for p in now], pending.before))
+                grad = (idx, torch.stack([torch.stack(pending.grad_norm),
+                                          torch.stack(pending.weight_norm),
+                                          torch.stack(updates)], 1))
         return pending.step, act, grad
 
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
@@ -274,13 +365,13 @@ class ModelHooks:
         self._seen_nonfinite = True
         first = bad[np.argmin(row[bad, -1])]
         path, cls = self.module_paths[first], self.module_classes[first]
-        count = int(row[first, ACTIVATION_FIELDS.index("nonfinite")])
         total = int(row[first, ACTIVATION_FIELDS.index("numel")])
+        absmax = row[first, ACTIVATION_FIELDS.index("absmax")]
         message = (f"first non-finite activation seen at sampled step {step}: output of "
-                   f"{path!r} ({cls}) has {count} non-finite values of {total}")
+                   f"{path!r} ({cls}, {total} values) holds NaN/inf (max |a| = {absmax})")
         order = int(row[first, -1])
         self.policy.record(AnomalyEvent("nonfinite-activation", step, path, cls, message,
-                                        {"count": count, "numel": total, "order": order}))
+                                        {"numel": total, "order": order}))
 
     def flush(self) -> None:
         """Seal the step in progress and read everything (call between steps)."""
@@ -296,11 +387,17 @@ class ModelHooks:
             self._read(sealed)
 
 
-def _params(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [p for _, p in model.named_parameters() if p.requires_grad]
+def _previous_sibling(calls: list[dict], paths: dict[int, str]) -> str | None:
+    """In an ``nn.Sequential``, the child that ran just before the one that crashed."""
+    if len(calls) < 2:
+        return None
+    parent, child = calls[-2]["self"], calls[-1]["self"]
+    children = list(parent.children()) if type(parent).__name__ == "Sequential" else []
+    for before, current in zip(children, children[1:]):
+        if current is child:
+            return paths.get(id(before))
+    return None
 
 
 def _caller_frame() -> Any:
-    import sys
-
     return sys._getframe(2)

@@ -38,22 +38,45 @@ def batch_input(batch: Any) -> Any:
 
 
 def batch_summary(x: Any) -> tuple[str, str, np.ndarray] | None:
-    """``(shape, dtype, BATCH_FIELDS values)`` of a tensor or array, or ``None``."""
+    """``(shape, dtype, BATCH_FIELDS values)`` of a tensor or array, or ``None``.
+
+    Examples
+    --------
+    >>> batch_summary(np.array([1.0, np.nan, 3.0]))[2].tolist()
+    [1.0, 3.0, 2.0, 1.0, 1.0, 3.0]
+    """
     if x is None or not hasattr(x, "shape"):
         return None
     shape, dtype = str(tuple(x.shape)), str(x.dtype).replace("torch.", "")
     if hasattr(x, "detach"):
-        x = x.detach()
-        if x.device.type != "cpu":
-            x = x.cpu()
-        x = x.double().numpy() if x.numel() else np.empty(0)
+        return shape, dtype, _tensor_summary(x)
     arr = np.asarray(x, dtype=float).reshape(-1)
+    return shape, dtype, _array_summary(arr)
+
+
+def _array_summary(arr: np.ndarray) -> np.ndarray:
     finite = arr[np.isfinite(arr)]
     if finite.size == 0:
         values = [np.nan] * 4
     else:
         values = [finite.min(), finite.max(), finite.mean(), finite.std()]
-    return shape, dtype, np.asarray([*values, arr.size - finite.size, arr.size], dtype=float)
+    return np.asarray([*values, arr.size - finite.size, arr.size], dtype=float)
+
+
+def _tensor_summary(x: Any) -> np.ndarray:
+    """Torch on the tensor's own data (a CPU batch is not copied unless it holds NaN/inf)."""
+    import torch
+
+    flat = x.detach().reshape(-1)
+    if flat.device.type != "cpu":
+        flat = flat.cpu()
+    if not flat.is_floating_point():
+        flat = flat.double()
+    if flat.numel() == 0 or not bool(torch.isfinite(flat).all()):
+        return _array_summary(flat.double().numpy())
+    lo, hi = torch.aminmax(flat)
+    std, mean = torch.std_mean(flat.double(), correction=0)
+    return np.asarray([float(lo), float(hi), float(mean), float(std), 0.0, flat.numel()])
 
 
 class LoaderTap:

