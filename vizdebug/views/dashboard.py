@@ -22,7 +22,7 @@ import numpy as np
 
 from ..analysis.training import TrainingRecords, diagnose
 from ..findings import Findings, findings_html
-from ._base import View, plotly_div
+from ._base import View, live_esm, plotly_div
 from ._dashboard_figure import dashboard_figure
 
 _STATIC = Path(__file__).with_name("static")
@@ -75,8 +75,9 @@ def _widget_class() -> type:
     from ipywidgets import widget_serialization
 
     class DashboardWidget(anywidget.AnyWidget):
-        _esm = _esm()
+        _esm = live_esm(_esm())
         bundle = traitlets.Any().tag(sync=True, **widget_serialization)
+        fallback_id = traitlets.Unicode("").tag(sync=True)  # the static twin to hide
         figure = traitlets.Dict().tag(sync=True)
         findings_html = traitlets.Unicode().tag(sync=True)
         status = traitlets.Unicode().tag(sync=True)
@@ -126,8 +127,15 @@ class Dashboard(View):
 
     @classmethod
     def from_session(cls, session: TrainingSource, **options: Any) -> Dashboard:
-        """A dashboard over ``session`` (or any object with ``records()`` and ``version``)."""
-        return cls(session, **options)
+        """A dashboard over ``session`` (or any object with ``records()`` and ``version``).
+
+        A live session is told about the view, so that closing it pushes the final state.
+        """
+        view = cls(session, **options)
+        views = getattr(session, "_dashboards", None)
+        if isinstance(views, list):
+            views.append(weakref.ref(view))
+        return view
 
     # -- content ----------------------------------------------------------------------------
     def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
