@@ -14,7 +14,14 @@ from torch import nn
 import vizdebug as vd
 from vizdebug.collect import hooks as hooks_module
 from vizdebug.collect.anomaly import AnomalyWarning, WatchAnomaly
-from vizdebug.collect.stats import ACTIVATION_FIELDS, activation_stats, grad_norms
+from vizdebug.collect.stats import (
+    ACTIVATION_FIELDS,
+    activation_sample,
+    activation_stats,
+    activation_stats_numpy,
+    batch_activation_stats,
+    grad_norms,
+)
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 
 
@@ -72,6 +79,18 @@ def test_activation_stats_match_numpy():
     assert s["dead"] == pytest.approx(0.5)  # 3-d, not conv: units are the last dim
     assert s["saturated"] == pytest.approx((np.abs(a) > 5).mean())
     assert s["nonfinite"] == 0 and s["absmax"] == 7.0 and s["numel"] == 12
+
+
+@pytest.mark.parametrize("cls", ["ReLU", "Tanh", "Sigmoid", "Linear"])
+def test_numpy_and_torch_reductions_agree(cls):
+    torch.manual_seed(0)
+    x = torch.randn(16, 8, 5, 5) * 4
+    x[:, 2] = 0.0
+    x[3, 1, 0, 0] = float("nan")
+    sample = activation_sample(x, cls)
+    in_torch = batch_activation_stats([sample], [cls])[0].double().numpy()
+    in_numpy = activation_stats_numpy(sample, cls)
+    np.testing.assert_allclose(in_numpy, in_torch, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 def test_activation_stats_dead_channels_and_nonfinite():
@@ -180,7 +199,7 @@ def test_collector_error_becomes_a_finding_and_training_goes_on(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(hooks_module, "activation_stats", broken)
+    monkeypatch.setattr(hooks_module, "activation_sample", broken)
     model = mlp()
     with vd.watch(model, every=1) as session:
         train_steps(model, 4, session)
@@ -292,4 +311,40 @@ def test_none_input_is_named_with_the_module_that_returned_none():
     found = session.findings()
     f = [f for f in found if f.code == "input-none"][0]
     assert f.where == "flat" and "'block'" in f.hint
+    session.close()
+
+
+class Flaky(nn.Module):
+    """Returns None when ``broken`` is set: a forward() that lost its return on one path."""
+
+    broken = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | None:
+        if self.broken:
+            return None
+        return x
+
+
+def test_layer_hooks_are_attached_only_for_sampled_steps():
+    model = mlp()
+    base = hook_count(model)
+    session = vd.watch(model, every=3)
+    model(torch.randn(2, 6))  # step 0: sampled
+    sampled = hook_count(model)
+    model(torch.randn(2, 6))  # step 1: only the step counter remains
+    assert hook_count(model) == base + 2 < sampled
+    session.close()
+    assert hook_count(model) == base
+
+
+def test_a_crash_on_none_between_samples_is_still_named():
+    flaky = Flaky()
+    model = nn.Sequential(nn.Linear(4, 4), flaky, nn.Linear(4, 2))
+    session = vd.watch(model, every=50, on_anomaly="ignore")
+    model(torch.randn(2, 4))  # step 0, sampled, fine
+    flaky.broken = True
+    with pytest.raises(TypeError):  # torch's own error propagates unchanged
+        model(torch.randn(2, 4))  # step 1: not sampled, no layer hooks attached
+    f = [f for f in session.findings() if f.code == "input-none"][0]
+    assert f.where == "2" and "step 1" in f.message and "'1' returned None" in f.message
     session.close()

@@ -28,6 +28,7 @@ from .samples import SampleBuffer
 from .stats import (
     ACTIVATION_FIELDS,
     activation_sample,
+    activation_stats_numpy,
     batch_activation_stats,
     describe_tensor,
 )
@@ -320,9 +321,13 @@ class ModelHooks:
 
         act = None
         if pending.act:
-            idx = torch.tensor([i for i, _ in pending.act])
-            classes = [self.module_classes[i] for i, _ in pending.act]
-            act = (idx, batch_activation_stats([s for _, s in pending.act], classes))
+            idx = [i for i, _ in pending.act]
+            samples = [s for _, s in pending.act]
+            if samples[0].values.device.type == "cpu":
+                act = (idx, samples)  # reduced with numpy when read: cheaper on the CPU
+            else:
+                classes = [self.module_classes[i] for i in idx]
+                act = (idx, batch_activation_stats(samples, classes))
         grad = None
         if pending.ready:  # backward ended without running the callback
             self._reduce_grads(pending)
@@ -338,11 +343,18 @@ class ModelHooks:
                                           torch.stack(updates)], 1))
         return pending.step, act, grad
 
+    def _activation_rows(self, idx: np.ndarray, stats: Any) -> np.ndarray:
+        if isinstance(stats, list):
+            return np.stack([activation_stats_numpy(s, self.module_classes[i])
+                             for i, s in zip(idx, stats)])
+        return stats.double().cpu().numpy()
+
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
         width = len(ACTIVATION_FIELDS) + 1
         for step, act, grad in sealed:
             if act is not None:
-                idx, stats = act[0].numpy(), act[1].double().cpu().numpy()
+                idx = np.asarray(act[0])
+                stats = self._activation_rows(idx, act[1])
                 row = np.full((len(self.module_paths), width), np.nan)
                 row[idx, :-1] = stats
                 row[idx, -1] = np.arange(idx.size)  # execution order within the step

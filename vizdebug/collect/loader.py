@@ -64,7 +64,8 @@ def _array_summary(arr: np.ndarray) -> np.ndarray:
 
 
 def _tensor_summary(x: Any) -> np.ndarray:
-    """Torch on the tensor's own data (a CPU batch is not copied unless it holds NaN/inf)."""
+    """Torch on the tensor's own data: min/max first (they propagate NaN and show inf), and
+    only a batch that holds NaN/inf is copied out to be counted."""
     import torch
 
     flat = x.detach().reshape(-1)
@@ -72,11 +73,14 @@ def _tensor_summary(x: Any) -> np.ndarray:
         flat = flat.cpu()
     if not flat.is_floating_point():
         flat = flat.double()
-    if flat.numel() == 0 or not bool(torch.isfinite(flat).all()):
-        return _array_summary(flat.double().numpy())
+    if flat.numel() == 0:
+        return _array_summary(np.empty(0))
     lo, hi = torch.aminmax(flat)
-    std, mean = torch.std_mean(flat.double(), correction=0)
-    return np.asarray([float(lo), float(hi), float(mean), float(std), 0.0, flat.numel()])
+    if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi))):
+        return _array_summary(flat.double().numpy())
+    std, mean = torch.std_mean(flat, correction=0)
+    lo_, hi_, mean_, std_ = torch.stack([lo, hi, mean, std]).tolist()
+    return np.asarray([lo_, hi_, mean_, std_, 0.0, flat.numel()])
 
 
 class LoaderTap:
