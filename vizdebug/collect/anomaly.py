@@ -128,3 +128,15 @@ class AnomalyPolicy:
             # The hooks pass their own frame, where module, inputs and output are locals.
             self.debugger(frame if frame is not None else sys._getframe(1))
         raise error
+
+
+def previous_sibling(calls: list[dict], paths: dict[int, str]) -> str | None:
+    """In an ``nn.Sequential``, the child that ran just before the one that crashed."""
+    if len(calls) < 2:
+        return None
+    parent, child = calls[-2]["self"], calls[-1]["self"]
+    children = list(parent.children()) if type(parent).__name__ == "Sequential" else []
+    for before, current in zip(children, children[1:]):
+        if current is child:
+            return paths.get(id(before))
+    return None

@@ -1,11 +1,16 @@
 """Forward, pre-forward and gradient hooks on a model: per-layer health, lazily read.
 
 Every ``every``-th training step (a forward pass in training mode) each leaf module's
-output is summarised on its device (:func:`~vizdebug.collect.stats.activation_sample`) and
-each parameter's gradient norm, weight norm and copy are taken when its gradient is
-accumulated. Nothing is read back during the step: a sampled step is *sealed* (stacked)
-when the next training step starts, and read one sample period later, when the device
-finished it long ago, so the read never stalls the pipeline.
+output is sampled on its device (:func:`~vizdebug.collect.stats.activation_sample`), and
+at the end of that step's backward pass every gradient norm, weight norm and a copy of
+the weights are taken in fused calls. Nothing is read back during the step: a sampled
+step is *sealed* when the next training step starts and read one sample period later,
+when the device finished it long ago, so the read never stalls the pipeline.
+
+Between samples only two hooks on the root module run (a step counter, and an
+``always_call`` hook that names the module when forward crashes on a ``None`` input):
+the per-layer hooks are attached for sampled steps only. With ``every=1`` or an
+immediate ``on_anomaly`` they stay attached.
 
 Hooks never change an output (they return ``None``) and never draw random numbers; any
 exception inside one is handed to ``on_error`` and training goes on. The model is held by
@@ -22,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .anomaly import AnomalyEvent, AnomalyPolicy, WatchAnomaly
+from .anomaly import AnomalyEvent, AnomalyPolicy, WatchAnomaly, previous_sibling
 from .fused import at_end_of_backward, copies, differences, norms
 from .samples import SampleBuffer
 from .stats import (
@@ -31,6 +36,7 @@ from .stats import (
     activation_stats_numpy,
     batch_activation_stats,
     describe_tensor,
+    first_tensor,
 )
 
 if TYPE_CHECKING:
@@ -40,21 +46,6 @@ GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
 # Shape-only modules repeat their input's statistics: not worth a sample.
 _RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
 ErrorSink = Callable[[str, BaseException], None]
-
-
-def first_tensor(value: Any) -> torch.Tensor | None:
-    """The first tensor in an output (a tensor, or the first one in a tuple/list/dict)."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (tuple, list)):
-        for item in value:
-            if isinstance(item, torch.Tensor):
-                return item
-    return None
 
 
 class _Pending:
@@ -202,7 +193,7 @@ class ModelHooks:
                     for ev in self.policy.events)
         if path is None or known:
             return
-        source = _previous_sibling(calls, self._paths)
+        source = previous_sibling(calls, self._paths)
         self._none_source = source or self._none_source
         self._input_none_event(path, type(inner["self"]).__name__, position)
 
@@ -397,18 +388,6 @@ class ModelHooks:
         with self._lock:
             sealed, self._sealed = self._sealed, []
             self._read(sealed)
-
-
-def _previous_sibling(calls: list[dict], paths: dict[int, str]) -> str | None:
-    """In an ``nn.Sequential``, the child that ran just before the one that crashed."""
-    if len(calls) < 2:
-        return None
-    parent, child = calls[-2]["self"], calls[-1]["self"]
-    children = list(parent.children()) if type(parent).__name__ == "Sequential" else []
-    for before, current in zip(children, children[1:]):
-        if current is child:
-            return paths.get(id(before))
-    return None
 
 
 def _caller_frame() -> Any:

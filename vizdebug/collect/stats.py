@@ -208,3 +208,18 @@ def grad_norms(tensors: list[torch.Tensor]) -> torch.Tensor:
         except RuntimeError:  # mixed devices or dtypes: fall back to one norm each
             pass
     return torch.stack([torch.linalg.vector_norm(t).float() for t in detached])
+
+
+def first_tensor(value: Any) -> torch.Tensor | None:
+    """The first tensor in an output (a tensor, or the first one in a tuple/list/dict)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            if isinstance(item, torch.Tensor):
+                return item
+    return None
