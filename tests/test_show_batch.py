@@ -149,3 +149,12 @@ def test_findings_of_the_page_on_show():
     assert view.findings.codes == []
     assert view.next().findings.codes == ["blank-images"]
     assert np.all(view.pages[1].flags[k] == ["blank"] for k in range(8))
+
+
+def test_loader_with_worker_processes(digits_std):
+    x, y = digits_std
+    ds = torch.utils.data.TensorDataset(torch.tensor(x[:256]), torch.tensor(y[:256]))
+    loader = torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2)
+    view = vd.show_batch(loader).next()
+    assert [p.n_items for p in view.pages] == [64, 64]
+    assert view.findings.at_least("warning") == []
