@@ -409,12 +409,16 @@ var vdDriftMount = (function () {
       return "What-if: the reference shifted " + (st.shift >= 0 ? "+" : "") + st.shift.toFixed(2) + "σ and scaled ×" + st.scale.toFixed(2) + " → KS D ≈ " + fmt(wi.statistic) + ", p ≈ " + fmt(wi.p, 2) + " (Bonferroni-adjusted " + fmt(wi.p_adj, 2) + "), normed Wasserstein ≈ " + fmt(wi.effect) + ": " + (wi.p_adj < st.alpha && wi.effect >= st.thr ? "WOULD be flagged" : "would NOT be flagged") + ". " + floor;
     }
     function res_len() { return feats.length; }
-    function minimalShift(f, scale, m) {
-      for (var d = 0; d <= 3.0001; d += 0.01) {
-        var w = whatIf(f, d, scale, m);
-        if (w.p_adj < st.alpha && w.effect >= st.thr) return d;
-      }
-      return null;
+    var shiftCache = {};
+    function minimalShift(f, scale, m) { // coarse 0.05-sigma steps, then 0.01 within the step
+      var key = [f.feature, scale, st.alpha, st.thr].join("|");
+      if (key in shiftCache) return shiftCache[key];
+      var hit = function (d) { var w = whatIf(f, d, scale, m); return w.p_adj < st.alpha && w.effect >= st.thr; };
+      var found = null;
+      for (var d = 0; d <= 3.0001 && found === null; d += 0.05) if (hit(d)) found = d;
+      if (found !== null) for (var e = Math.max(0, found - 0.04); e <= found; e += 0.01) if (hit(e)) { found = e; break; }
+      shiftCache[key] = found;
+      return found;
     }
 
     function drawTable(res) {
