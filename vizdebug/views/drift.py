@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import uuid
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from ..findings import Findings
 
 _JS = Path(__file__).with_name("drift.js")
-_counter = 0
 
 
 @cache
@@ -125,9 +125,8 @@ class DriftView(View):
                 "correction": self.correction, "features": feats, "time": time}
 
     def _static_html(self) -> str:
-        global _counter
-        _counter += 1
-        div_id = f"vd-drift-{_counter}"
+        # unique across kernel sessions: saved outputs of an earlier run share the page
+        div_id = f"vd-drift-{uuid.uuid4().hex[:12]}"
         return (
             f"<h3>{html.escape(repr(self).split(':')[0])}: {len(self.drifted)} of "
             f"{len(self.results)} features drifted</h3>"
