@@ -1,5 +1,6 @@
 """The training dashboard in a real JupyterLab: it renders, and its curves gain points
-while the training cell is still running; zoom/smoothing work while the kernel is busy."""
+while the cell that displayed it is still training; the log-scale toggle works while the
+kernel is busy; the static twin is hidden once the widget renders."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ x, y = torch.randn(512, 1, 8, 8), torch.randint(0, 10, (512,))
 loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
 model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 10))
 session = vd.watch(model, loader=loader, every=2)
-session.dashboard()
 """
 
 TRAIN = f"""
+from IPython.display import display
+display(session.dashboard())  # shown by the same cell that trains
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 start = time.perf_counter()
 epoch = 0
@@ -98,6 +100,8 @@ def test_dashboard_updates_while_the_cell_runs(lab, lab_root):
     assert final >= max(counts)
     status = dash.locator(".vd-status").inner_text()
     assert "closed" in status
+    twins = page.locator(".jp-Notebook .vd-static-fallback")
+    assert twins.count() == 1 and not twins.first.is_visible()
     # the user's metric name is text, never markup
     assert page.locator('.jp-Notebook img[src="x"]').count() == 0
     legend = page.evaluate(

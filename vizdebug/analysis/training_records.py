@@ -37,7 +37,7 @@ class TrainingRecords:
     events: list[dict[str, Any]] = field(default_factory=list)
     loader: dict[str, Any] = field(default_factory=dict)
     errors: list[tuple[str, str, int]] = field(default_factory=list)
-    every: int = 1
+    every: int | str = 1
 
     def act(self, name: str) -> np.ndarray:
         """One activation field as ``(samples, modules)``."""

@@ -1,6 +1,7 @@
 """Forward, pre-forward and gradient hooks on a model: per-layer health, lazily read.
 
-Every ``every``-th training step (a forward pass in training mode) each leaf module's
+On sampled training steps (every ``every``-th forward pass in training mode, or as chosen
+by :class:`~vizdebug.collect.sampling.StepSampler` for ``"auto"``) each leaf module's
 output is sampled on its device (:func:`~vizdebug.collect.stats.activation_sample`), and
 at the end of that step's backward pass every gradient norm, weight norm and a copy of
 the weights are taken in fused calls. Nothing is read back during the step: a sampled
@@ -30,6 +31,7 @@ import numpy as np
 from .anomaly import AnomalyEvent, AnomalyPolicy, WatchAnomaly, previous_sibling
 from .fused import at_end_of_backward, copies, differences, norms
 from .samples import SampleBuffer
+from .sampling import StepSampler
 from .stats import (
     ACTIVATION_FIELDS,
     activation_sample,
@@ -76,9 +78,10 @@ class ModelHooks:
     >>> hooks.remove()
     """
 
-    def __init__(self, model: torch.nn.Module, *, every: int, policy: AnomalyPolicy,
+    def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
                  on_error: ErrorSink | None = None, capacity: int = 1000) -> None:
         self.every = every
+        self.sampler = StepSampler(every)
         self.policy = policy
         self.on_error = on_error or (lambda where, exc: None)
         self.model_ref = weakref.ref(model)
@@ -151,14 +154,21 @@ class ModelHooks:
             if self._eval:
                 return
             self.step += 1
-            self._seal()
-            self.sampling = self.step % self.every == 0
+            sampler = self.sampler
+            self.sampling = sampler.start_step(self.step)
+            start = sampler.clock()
+            if self._seal():
+                sampler.charge(sampler.clock() - start)
+                sampler.sample_done(self.step)
+                self.sampling = sampler.start_step(self.step) if sampler.auto else self.sampling
+                start = sampler.clock()
             if self.sampling:
                 self._current = _Pending(self.step)
             if not self.permanent and self.sampling and not self.step_handles:
                 self._attach()
             elif not self.permanent and not self.sampling and self.step_handles:
                 self._detach()
+            sampler.charge(sampler.clock() - start)
         except Exception as exc:
             self.on_error("the step counter", exc)
 
@@ -213,10 +223,12 @@ class ModelHooks:
                 if self.policy.immediate:
                     self._check_finite(idx, inputs, output)
                 if self.sampling and not self._eval and self._current is not None:
+                    start = self.sampler.clock()
                     tensor = first_tensor(output)
                     if tensor is not None and self.module_classes[idx] not in _RESHAPES:
                         sample = activation_sample(tensor, self.module_classes[idx])
                         self._current.act.append((idx, sample))
+                    self.sampler.charge(self.sampler.clock() - start)
             except WatchAnomaly:
                 raise
             except Exception as exc:
@@ -249,6 +261,7 @@ class ModelHooks:
         try:
             import torch
 
+            start = self.sampler.clock()
             ready, pending.ready, pending.queued = pending.ready, [], False
             if not ready:
                 return
@@ -258,6 +271,7 @@ class ModelHooks:
                 pending.grad_norm += norms(grads)
                 pending.weight_norm += norms(params)
                 pending.before += copies(params)
+            self.sampler.charge(self.sampler.clock() - start)
         except Exception as exc:
             self.on_error("the gradient collector", exc)
 
@@ -297,8 +311,9 @@ class ModelHooks:
         self.policy.handle(event, frame=_caller_frame())
 
     # -- sealing and reading --------------------------------------------------------------
-    def _seal(self) -> None:
-        """Stack the finished sampled step (no read), and read those sealed earlier."""
+    def _seal(self) -> bool:
+        """Stack the finished sampled step (no read), and read those sealed earlier.
+        True when a sampled step was sealed."""
         with self._lock:
             current, self._current = self._current, None
             if current is not None:
@@ -306,6 +321,7 @@ class ModelHooks:
             if len(self._sealed) > 1:
                 self._read(self._sealed[:-1])
                 self._sealed = self._sealed[-1:]
+            return current is not None
 
     def _stack(self, pending: _Pending) -> tuple[int, Any, Any]:
         import torch

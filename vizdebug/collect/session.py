@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis.training import TrainingRecords, diagnose
-from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..errors import VizdebugTypeError, describe
 from ..findings import Findings
 from .anomaly import AnomalyPolicy, check_on_anomaly
 from .hooks import ModelHooks
 from .loader import BATCH_FIELDS, LoaderTap, tap_iterable
+from .sampling import check_every
 from .scalars import ScalarLog
 from .system import SystemSampler
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch
 
-DEFAULT_EVERY = 50
+DEFAULT_EVERY = "auto"
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -54,12 +55,6 @@ def _check_model(model: object) -> None:
         )
 
 
-def _check_every(every: object) -> int:
-    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
-        raise VizdebugError(f"every must be a positive int (sample every n-th step), got {every!r}")
-    return int(every)
-
-
 class Session:
     """A watched training run. Build one with :func:`watch`.
 
@@ -78,7 +73,7 @@ class Session:
     title = "vizdebug training session"
     uses_plotly = True
 
-    def __init__(self, model: torch.nn.Module, *, every: int, policy: AnomalyPolicy,
+    def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
                  loader: Any = None, system_interval: float = 1.0) -> None:
         self.every = every
         self.policy = policy
@@ -86,7 +81,8 @@ class Session:
         self.log_store = ScalarLog()
         self._errors: dict[tuple[str, str], int] = {}
         self._error_lock = threading.Lock()
-        self.tap = LoaderTap(every=every, on_error=self._on_error)
+        self.tap = LoaderTap(every=every if isinstance(every, int) else 10,
+                             on_error=self._on_error)
         if loader is not None:  # first: a refused loader must leave the model untouched
             self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
@@ -263,7 +259,7 @@ class Session:
             pass
 
 
-def watch(model: torch.nn.Module, *, loader: Any = None, every: int = DEFAULT_EVERY,
+def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFAULT_EVERY,
           on_anomaly: str = "warn") -> Session:
     """Attach collectors to ``model`` (and ``loader``) and return the :class:`Session`.
 
@@ -273,9 +269,12 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int = DEFAULT_EV
         The model you train. Held by a weak reference; its outputs are never changed.
     loader : DataLoader, optional
         Tapped for data-wait vs compute time, batch statistics and a few captured batches.
-    every : int
-        Per-layer statistics are taken every ``every``-th training step (default 50: under
-        3% overhead). ``None`` inputs are caught on every step.
+    every : int or "auto"
+        Per-layer statistics are taken every ``every``-th training step. ``"auto"`` (the
+        default) spaces the samples so that they cost about 1% of the training time,
+        measured as training runs (a few dozen steps apart for a small CNN on a CPU, every
+        few steps for a model whose steps are long). A module that crashes on a ``None``
+        input is named on any step.
     on_anomaly : {"warn", "raise", "pdb", "ignore"}
         What to do at the first non-finite activation or ``None`` input. ``"raise"`` and
         ``"pdb"`` check every step (one device sync per module: slower, but exact).
@@ -286,7 +285,7 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int = DEFAULT_EV
     >>> session.dashboard()                              # doctest: +SKIP
     """
     _check_model(model)
-    every = _check_every(every)
+    every = check_every(every)
     policy = AnomalyPolicy(check_on_anomaly(on_anomaly))
     previous = _SESSIONS.get(model)
     if previous is not None:

@@ -1,0 +1,82 @@
+"""Which steps get sampled: every n-th, or 'auto' within a time budget."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import vizdebug as vd
+from vizdebug.collect.sampling import MAX_GAP, StepSampler, check_every
+from vizdebug.errors import VizdebugError
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def drive(sampler: StepSampler, clock: Clock, steps: int, plain: float, cost: float) -> list[int]:
+    """Steps take ``plain`` seconds, plus ``cost`` (charged to the collectors) when sampled."""
+    sampled, pending = [], False
+    for step in range(steps):
+        if pending:  # the sample closes at the start of the next step, as in ModelHooks
+            sampler.sample_done(step)
+            pending = False
+        if sampler.start_step(step):
+            sampled.append(step)
+            sampler.charge(cost)
+            clock.t += cost
+            pending = True
+        clock.t += plain
+    return sampled
+
+
+def test_auto_spaces_samples_to_fit_the_budget():
+    clock = Clock()
+    sampler = StepSampler("auto", budget=0.015, clock=clock)
+    sampled = drive(sampler, clock, 400, plain=0.010, cost=0.003)
+    assert sampled[0] == 0
+    # 3 ms per sample / (1.5% of 10 ms) = 20 steps between samples
+    assert sampler.gap == 20
+    gaps = [b - a for a, b in zip(sampled[5:], sampled[6:])]
+    assert set(gaps) == {20}
+    overhead = 0.003 * len(sampled) / (0.010 * 400)
+    assert overhead < 0.02
+
+
+def test_auto_samples_often_when_steps_are_long_and_caps_the_gap():
+    clock = Clock()
+    dense = StepSampler("auto", clock=clock)
+    drive(dense, clock, 50, plain=1.0, cost=0.001)
+    assert dense.gap == 1
+    clock = Clock()
+    sparse = StepSampler("auto", clock=clock)
+    drive(sparse, clock, 50, plain=0.001, cost=0.5)
+    assert sparse.gap == MAX_GAP
+
+
+def test_fixed_every_is_deterministic():
+    sampler = StepSampler(4)
+    assert [s for s in range(10) if sampler.start_step(s)] == [0, 4, 8]
+
+
+@pytest.mark.parametrize("bad", ["often", 0, -3, 2.5, True, None])
+def test_check_every_names_what_works(bad):
+    with pytest.raises(VizdebugError, match="positive int .* or 'auto'"):
+        check_every(bad)
+
+
+def test_watch_defaults_to_auto_and_samples_step_zero():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with vd.watch(model) as session:
+        for _ in range(60):
+            opt.zero_grad()
+            model(torch.randn(16, 8)).pow(2).mean().backward()
+            opt.step()
+    steps = session.records().act_steps.tolist()
+    assert session.every == "auto" and steps[0] == 0 and len(steps) >= 2
+    assert session.hooks.sampler.spent > 0
