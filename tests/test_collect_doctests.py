@@ -1,0 +1,22 @@
+"""The Examples sections of the collectors, training rules and dashboard run as written."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "vizdebug.collect.anomaly", "vizdebug.collect.fused", "vizdebug.collect.hooks",
+    "vizdebug.collect.loader", "vizdebug.collect.samples", "vizdebug.collect.sampling",
+    "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
+    "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",
+    "vizdebug.analysis.training_records", "vizdebug.views._dashboard_figure",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
