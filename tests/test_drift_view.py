@@ -112,3 +112,24 @@ def test_parquet_stream_matches_in_memory_verdicts(tmp_path) -> None:
     streamed.to_html()
     mixed = compare_distributions(ref, tmp_path / "cur.parquet")  # one side in memory
     assert mixed.drifted == streamed.drifted
+
+
+def test_demo_drift_step_is_quiet_on_clean_data_and_flags_the_broken_augmentation() -> None:
+    pytest.importorskip("torch")
+    from vizdebug.demo import drift_step
+
+    lines: list[str] = []
+    clean, shifted, findings = drift_step(lines.append)
+    assert clean.drifted == [] and not clean.findings.warnings
+    assert {"centroid_row", "centroid_col", "ink_fraction"} <= set(shifted.drifted)
+    assert "feature-drift" in findings.codes and "0 of 6 features drifted" in lines[0]
+
+
+@pytest.mark.parametrize("name", ["vizdebug.analysis.drift", "vizdebug.analysis.drift_input",
+                                  "vizdebug.analysis.drift_findings", "vizdebug.analysis.sketches",
+                                  "vizdebug.analysis.streaming", "vizdebug.views.drift"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS).failed == 0
