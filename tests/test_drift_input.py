@@ -76,6 +76,8 @@ def test_all_nan_constant_and_one_row_columns_give_sensible_rows() -> None:
     cur = {"nan": [np.nan] * 40, "const": [3.0] * 40, "x": np.linspace(0, 1, 40)}
     view = compare_distributions(ref, cur)
     assert _row(view, "nan").test == "none" and not _row(view, "nan").drifted
+    assert "no values in the reference and the current data" in _row(view, "nan").note
+    assert any(f.where == "nan" and f.severity == "info" for f in view.findings)
     assert _row(view, "const").statistic == 0 and _row(view, "const").effect_size == 0
     one = compare_distributions({"x": [5.0]}, {"x": [6.0]})
     assert one.table.loc[0, "p_value"] == 1.0 and not one.table.loc[0, "drifted"]
@@ -83,6 +85,23 @@ def test_all_nan_constant_and_one_row_columns_give_sensible_rows() -> None:
     assert moved.drifted == ["k"]
     view.to_html()
     one.to_html()
+
+
+def test_identifier_columns_are_not_compared_and_cost_little() -> None:
+    import time
+
+    rng = np.random.default_rng(9)
+    n = 300_000
+    ref = {"id": np.char.add("u", rng.integers(0, 10**9, n).astype(str)), "x": rng.normal(size=n)}
+    cur = {"id": np.char.add("v", rng.integers(0, 10**9, n).astype(str)), "x": rng.normal(size=n)}
+    t = time.perf_counter()
+    view = compare_distributions(ref, cur)
+    assert time.perf_counter() - t < 5
+    row = _row(view, "id")
+    assert row.test == "none" and not row.drifted and "identifier-like" in row.note
+    info = [f for f in view.findings if f.where == "id"]
+    assert [f.severity for f in info] == ["info"] and "not compared" in info[0].message
+    assert not view.findings.warnings
 
 
 def test_mixed_types_and_non_numeric_as_numeric_name_the_column_and_the_fix() -> None:

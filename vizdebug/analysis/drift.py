@@ -27,6 +27,7 @@ from . import sketches
 from .drift_input import Column
 
 EXACT_KS_MAX_N = 10_000  # scipy's 'auto' switches from exact to asymptotic above this
+ID_SAMPLE = 20_000
 LIMIT_MIN_N = 20_000
 LIMIT_P = 1e-8
 PSI_EPS = 1e-4
@@ -56,6 +57,7 @@ class FeatureDrift:
     p_adjusted: float = float("nan")
     drifted: bool = False
     p_method: str = ""
+    note: str = ""  # why a feature was not tested
     sketch: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -184,8 +186,7 @@ def numeric_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None) ->
     base = dict(feature=ref.name, kind=ref.kind, effect_metric="normed wasserstein",
                 n_ref=len(a), n_cur=len(b), missing_ref=miss_a, missing_cur=miss_b)
     if len(a) == 0 or len(b) == 0:
-        return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan,
-                            effect_size=np.nan, psi=np.nan, **base)
+        return untested(base, _no_values(len(a), len(b)))
     d, w = ks_wasserstein_sorted(a, b)
     d, p, p_method = ks_pvalue(d, len(a), len(b), a, b)
     result = FeatureDrift(
@@ -222,12 +223,17 @@ def categorical_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None
     """Chi-squared, Jensen-Shannon, PSI and unseen categories for one categorical feature."""
     from scipy import stats
 
+    distinct = _identifier_like(ref.values)
+    if distinct:
+        base = dict(feature=ref.name, kind=ref.kind, effect_metric="jensen-shannon", n_ref=len(ref.values),
+                    n_cur=len(cur.values), missing_ref=0.0, missing_cur=0.0)
+        return untested(base, f"identifier-like ({distinct:,} distinct values in the first "
+                              f"{min(len(ref.values), ID_SAMPLE):,} reference rows): not compared")
     cats, rc, cc, miss_a, miss_b = sketches.category_counts(ref.values, cur.values)
     base = dict(feature=ref.name, kind=ref.kind, effect_metric="jensen-shannon",
                 n_ref=int(rc.sum()), n_cur=int(cc.sum()), missing_ref=miss_a, missing_cur=miss_b)
     if rc.sum() == 0 or cc.sum() == 0:
-        return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan,
-                            effect_size=np.nan, psi=np.nan, **base)
+        return untested(base, _no_values(int(rc.sum()), int(cc.sum())))
     seen = np.nonzero((rc + cc) > 0)[0]
     if len(seen) < 2:
         chi2, p = 0.0, 1.0
@@ -241,6 +247,28 @@ def categorical_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None
         unseen_examples=[cats[i] for i in np.nonzero(unseen)[0][np.argsort(-cc[unseen])][:5]],
         sketch=sketches.categorical_sketch(cats, rc, cc, cur.values, buckets), **base,
     )
+
+
+def untested(base: dict[str, Any], note: str) -> FeatureDrift:
+    """A result row for a feature that could not be tested, saying why."""
+    return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan, effect_size=np.nan,
+                        psi=np.nan, note=note, **base)
+
+
+def _no_values(n_ref: int, n_cur: int) -> str:
+    sides = [s for s, n in (("reference", n_ref), ("current", n_cur)) if n == 0]
+    return f"no values in the {' and the '.join(sides)} data: not compared"
+
+
+def _identifier_like(values: Any) -> int:
+    """Distinct count in a sample when nearly every value is distinct (an ID, not a category)."""
+    import pandas as pd
+
+    head = values.iloc[:ID_SAMPLE] if isinstance(values, pd.Series) else pd.Series(values[:ID_SAMPLE])
+    if len(head) < 1000:
+        return 0
+    distinct = int(head.nunique(dropna=True))
+    return distinct if distinct > 0.9 * head.notna().sum() else 0
 
 
 def _top(cats: list[str], counts: np.ndarray) -> str:
@@ -297,7 +325,8 @@ def compare_columns(
 
     def one(pair: tuple[Column, Column]) -> FeatureDrift:
         fn = numeric_drift if pair[0].kind in ("numeric", "datetime") else categorical_drift
-        return fn(pair[0], pair[1], buckets)
+        with np.errstate(over="ignore", invalid="ignore"):  # values near 1e308: spreads are inf
+            return fn(pair[0], pair[1], buckets)
 
     if workers > 1 and len(pairs) > 1:
         with ThreadPoolExecutor(workers) as pool:

@@ -18,7 +18,7 @@ MISSING_WARN_CHANGE = 0.1
 TABLE_COLUMNS = [
     "feature", "kind", "test", "statistic", "p_value", "p_adjusted", "effect_metric",
     "effect_size", "psi", "drifted", "n_ref", "n_cur", "missing_ref", "missing_cur",
-    "unseen_share", "ref_summary", "cur_summary", "p_method",
+    "unseen_share", "ref_summary", "cur_summary", "p_method", "note",
 ]
 
 
@@ -62,7 +62,7 @@ def drift_findings(
     for r in rank(results, effect_threshold):
         if r.drifted:
             out.append(_drifted(r, alpha, effect_threshold, correction, len(results)))
-        out.extend(_missing(r) + _unseen(r))
+        out.extend(_missing(r) + _unseen(r) + _untested(r))
     out.extend(_dataset(results))
     out.extend(_schema(only_ref, only_cur))
     out.extend(_small_effects(results, alpha, effect_threshold))
@@ -117,6 +117,14 @@ def _missing(r: FeatureDrift) -> list[Finding]:
         hint=f"a feed or join that stopped delivering values in the {where} data; fix the "
              "source, or impute the same way on both sides before comparing",
     )]
+
+
+def _untested(r: FeatureDrift) -> list[Finding]:
+    if r.test != "none":
+        return []
+    return [Finding("feature-drift", "info", f"{r.feature!r}: {r.note or 'not compared'}", where=r.feature,
+                    hint="leave identifiers and empty columns out (features=[...]), or fix the feed "
+                         "that left the column empty")]
 
 
 def _unseen(r: FeatureDrift) -> list[Finding]:

@@ -107,8 +107,10 @@ def _bucket_hist(values: np.ndarray, buckets: Buckets, lo: float, hi: float) -> 
     return flat.reshape(buckets.n, DISPLAY_BINS)
 
 
-def category_counts(ref: np.ndarray, cur: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray, float, float]:
+def category_counts(ref: Any, cur: Any) -> tuple[list[str], np.ndarray, np.ndarray, float, float]:
     """Categories (reference order, then ones new in current), counts per side, missing shares.
+
+    Labels are compared as strings, so ``1`` and ``"1"`` are one category.
 
     Examples
     --------
@@ -117,19 +119,27 @@ def category_counts(ref: np.ndarray, cur: np.ndarray) -> tuple[list[str], np.nda
     >>> cats, rc.tolist(), cc.tolist()
     (['a', 'b', 'c'], [2, 1, 0], [0, 1, 1])
     """
-    import pandas as pd
-
-    r = pd.Series(ref, dtype=object).value_counts(dropna=True)
-    c = pd.Series(cur, dtype=object).value_counts(dropna=True)
+    r, c = _counts(ref), _counts(cur)
     cats = list(r.index) + [k for k in c.index if k not in r.index]
     rc = r.reindex(cats, fill_value=0).to_numpy(np.int64)
     cc = c.reindex(cats, fill_value=0).to_numpy(np.int64)
     miss_r = 1 - rc.sum() / len(ref) if len(ref) else 0.0
     miss_c = 1 - cc.sum() / len(cur) if len(cur) else 0.0
-    return [str(k) for k in cats], rc, cc, float(miss_r), float(miss_c)
+    return list(cats), rc, cc, float(miss_r), float(miss_c)
 
 
-def categorical_sketch(cats: list[str], rc: np.ndarray, cc: np.ndarray, cur_values: np.ndarray,
+def _counts(values: Any) -> Any:
+    import pandas as pd
+
+    s = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+    counts = s.value_counts(dropna=True, sort=True)
+    counts.index = counts.index.map(str)
+    if counts.index.has_duplicates:  # e.g. 1 and "1" in one object column
+        counts = counts.groupby(level=0, sort=False).sum().sort_values(ascending=False, kind="stable")
+    return counts
+
+
+def categorical_sketch(cats: list[str], rc: np.ndarray, cc: np.ndarray, cur_values: Any,
                        buckets: Buckets | None) -> dict[str, Any]:
     """The view's summary of one categorical feature: top categories plus "(other)"."""
     share = np.maximum(rc / max(rc.sum(), 1), cc / max(cc.sum(), 1))
@@ -147,14 +157,15 @@ def categorical_sketch(cats: list[str], rc: np.ndarray, cc: np.ndarray, cur_valu
     return sketch
 
 
-def _bucket_counts(values: np.ndarray, names: list[str], has_other: bool, buckets: Buckets) -> np.ndarray:
+def _bucket_counts(values: Any, names: list[str], has_other: bool, buckets: Buckets) -> np.ndarray:
     import pandas as pd
 
-    kept = names[:-1] if has_other else names
-    codes = pd.Categorical(values, categories=kept).codes.astype(np.int64)
-    present = ~np.asarray(pd.isna(values), dtype=bool) & (buckets.ids >= 0)
-    codes[(codes < 0)] = len(kept)  # not a kept category: "(other)" (missing rows drop out)
+    codes, uniques = pd.factorize(pd.Series(values) if not isinstance(values, pd.Series) else values)
+    index = {name: i for i, name in enumerate(names[:-1] if has_other else names)}
+    other = len(names) - 1 if has_other else -1
+    lut = np.array([index.get(str(u), other) for u in uniques] + [-1], dtype=np.int64)
+    idx = lut[codes]  # code -1 (missing) picks the trailing -1
+    ok = (idx >= 0) & (buckets.ids >= 0)
     k = len(names)
-    ok = present & (codes < k)
-    flat = np.bincount(buckets.ids[ok] * k + codes[ok], minlength=buckets.n * k)
+    flat = np.bincount(buckets.ids[ok] * k + idx[ok], minlength=buckets.n * k)
     return flat.reshape(buckets.n, k)

@@ -390,7 +390,7 @@ var vdDriftMount = (function () {
       while (svg.firstChild) svg.removeChild(svg.firstChild);
       title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmt(r.p_adj, 2) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
       var wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
-      if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40 }, "no values to compare"));
+      if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40, "font-size": 12 }, f.note || "no values to compare"));
       else if (numeric) {
         if (st.shift !== 0 || st.scale !== 1) wi = whatIf(f, st.shift, st.scale, res.length);
         drawNumeric(svg, f, st, r.cur, wi, isDate);

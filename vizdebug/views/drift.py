@@ -114,7 +114,7 @@ class DriftView(View):
             row = {c: getattr(r, c) for c in (
                 "feature", "kind", "test", "statistic", "p_value", "p_adjusted", "effect_metric",
                 "effect_size", "psi", "drifted", "n_ref", "n_cur", "missing_ref", "missing_cur",
-                "unseen_share", "ref_summary", "cur_summary")}
+                "unseen_share", "ref_summary", "cur_summary", "note")}
             row["sketch"] = r.sketch
             feats.append(row)
         time = None
