@@ -80,6 +80,10 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     _slide(widget, "win0", 18)  # only the last quarter of the current data
     assert _heights(widget) != before
     assert "window" in widget.locator(".vd-summary").inner_text()
+    assert "α = 0.05 (holm)" in widget.locator(".vd-summary").inner_text()
+    _slide(widget, "alpha", 0)  # the strictest level
+    assert "α = 1.00e-4" in widget.locator(".vd-summary").inner_text()
+    _slide(widget, "alpha", 5)  # back to 0.05
     _slide(widget, "shift", 0.6)
     assert widget.locator("svg.vd-plot [data-series='what-if']").count() == 1
     assert "WOULD be flagged" in widget.locator(".vd-whatif").inner_text()

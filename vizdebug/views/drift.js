@@ -333,7 +333,9 @@ var vdDriftMount = (function () {
     }
     var DIV = [4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60, 120];
     slider("bins", "bins", 0, DIV.length - 1, 1, DIV.indexOf(30), function (v) { return DIV[v]; });
-    slider("alpha", "α", -4, -0.7, 0.05, Math.log10(st.alpha), function (v) { return fmt(Math.pow(10, v), 2); });
+    var ALPHAS = [0.0001, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2];
+    if (ALPHAS.indexOf(st.alpha) < 0) { ALPHAS.push(st.alpha); ALPHAS.sort(function (a, b) { return a - b; }); }
+    slider("alpha", "α", 0, ALPHAS.length - 1, 1, ALPHAS.indexOf(st.alpha), function (v) { return fmt(ALPHAS[v], 2); });
     slider("thr", "effect ≥", 0.01, 0.5, 0.01, st.thr, function (v) { return fmt(v, 2); });
     slider("shift", "what-if shift (σ)", -2, 2, 0.01, 0, function (v) { return (v > 0 ? "+" : "") + v.toFixed(2); });
     slider("scale", "what-if scale ×", 0.5, 2, 0.01, 1, function (v) { return v.toFixed(2); });
@@ -358,7 +360,7 @@ var vdDriftMount = (function () {
     function sync(name, value) { if (model) { model.set(name, value); model.save_changes(); } }
     function onControl(name, v) {
       if (name === "bins") { st.bins = DIV[v]; sync("bins", st.bins); }
-      if (name === "alpha") { st.alpha = Math.pow(10, v); sync("alpha", st.alpha); }
+      if (name === "alpha") { st.alpha = ALPHAS[v]; sync("alpha", st.alpha); }
       if (name === "thr") { st.thr = v; sync("effect_threshold", v); }
       if (name === "shift") { st.shift = v; sync("shift", v); }
       if (name === "scale") { st.scale = v; sync("scale", v); }
