@@ -44,3 +44,10 @@ def test_drift_notebook_runs_and_finds_the_drift() -> None:
     sizes = _outputs(nb, "big = vd.compare_distributions")[0]["data"]["text/plain"]
     assert "False" in sizes and "True" in sizes
     assert "same verdicts as in memory: True" in _text(_outputs(nb, "streamed = vd.compare_distributions"))
+    # without saved widget state (nbconvert --ExecutePreprocessor.store_widget_state=False)
+    # the exported page falls back to the static view, which works offline
+    from nbconvert import HTMLExporter
+
+    nb.metadata.pop("widgets", None)
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    assert page.count('class="vd-drift-app"') == 2
