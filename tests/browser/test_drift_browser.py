@@ -66,7 +66,7 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     nbformat.write(nb, lab_root / "drift_busy.ipynb")
     page = lab.open("drift_busy.ipynb")
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    widget = page.locator(".jp-Notebook .vd-drift").first
+    widget = page.locator(".jp-Notebook .vd-drift >> visible=true").first
     widget.wait_for(timeout=90_000)
     assert _still_running(lab, page)
     rows = widget.locator(".vd-drift-table tr")
@@ -87,7 +87,7 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     _slide(widget, "shift", 0.6)
     assert widget.locator("svg.vd-plot [data-series='what-if']").count() == 1
     assert "WOULD be flagged" in widget.locator(".vd-whatif").inner_text()
-    redraw_ms = float(page.locator(".jp-Notebook .vd-drift").first.evaluate(
+    redraw_ms = float(page.locator(".jp-Notebook .vd-drift >> visible=true").first.evaluate(
         "el => el.parentElement.getAttribute('data-redraw-ms') || el.closest('[data-redraw-ms]').getAttribute('data-redraw-ms')"))
     assert redraw_ms < 100
     assert _still_running(lab, page)  # everything above ran in the browser alone
@@ -114,7 +114,7 @@ def test_notebook_03_renders_in_lab(lab):
     state = lab.run_all(page, timeout=300)
     assert _errors(state) == []
     assert lab.widget_errors(page) == [] and lab.page_errors == [] and lab.dialogs == []
-    views = page.locator(".jp-Notebook .vd-drift")
+    views = page.locator(".jp-Notebook .vd-drift >> visible=true")
     assert views.count() == 2  # the sensor view and the scanner view
     assert views.nth(0).locator("svg.vd-timeline path").count() >= 1
     assert views.nth(0).locator(".vd-drift-table tr").count() == 9

@@ -21,7 +21,7 @@ from ..analysis import sketches
 from ..analysis.drift_findings import drift_findings, drift_table, rank
 from ..analysis.drift_input import as_table, canonical, columns_for
 from ..errors import VizdebugError
-from ._base import View
+from ._base import View, live_esm
 from ._drift_svg import overlay_figure
 
 if TYPE_CHECKING:
@@ -177,8 +177,10 @@ def _widget_class() -> type:
     class DriftWidget(anywidget.AnyWidget):
         """The live drift explorer; slider positions are mirrored into traits."""
 
-        _esm = _js_source() + "\nexport default { render({ model, el }) { vdDriftMount(el, model.get('data'), model); } };\n"
+        _esm = live_esm(_js_source() + "\nexport default { render({ model, el }) { "
+                        "vdDriftMount(el, model.get('data'), model); } };\n")
         data = traitlets.Dict().tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)  # the static twin to hide
         selected = traitlets.Unicode("").tag(sync=True)
         alpha = traitlets.Float(0.05).tag(sync=True)
         effect_threshold = traitlets.Float(0.1).tag(sync=True)
