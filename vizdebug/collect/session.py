@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import traceback
 import weakref
 from collections.abc import Iterable, Iterator
@@ -91,6 +92,8 @@ class Session:
         self.closed = False
         self.failed: str | None = None
         self._dashboards: list[weakref.ref] = []
+        self._views_due = 0.0
+        self.last_log_at = -1e9  # time.monotonic() of the last log() while a view is live
 
     # -- during training --------------------------------------------------------------------
     def log(self, step: int | None = None, **metrics: Any) -> None:
@@ -105,6 +108,10 @@ class Session:
         >>> session.log(val_loss=0.3, val_acc=0.91)  # doctest: +SKIP
         """
         self.log_store.log(step, **metrics)
+        if self._dashboards:
+            self.last_log_at = now = time.monotonic()
+            if now >= self._views_due:
+                self._refresh_views()
 
     def tap_loader(self, iterable: Iterable) -> Iterator:
         """Iterate ``iterable`` with timing and batch statistics (for non-DataLoader loops).
@@ -234,6 +241,21 @@ class Session:
         self.system.stop()
         self.closed = True
         self._notify_views()
+
+    def _refresh_views(self) -> None:
+        """Refresh live dashboards from the training loop's own thread (throttled)."""
+        due = []
+        for ref in list(self._dashboards):
+            view = ref()
+            if view is None:
+                self._dashboards.remove(ref)
+                continue
+            try:
+                view.refresh()
+                due.append(view.due())
+            except Exception as exc:  # a view must never break training
+                self._on_error("the dashboard refresh", exc)
+        self._views_due = min(due) if due else time.monotonic() + 1.0
 
     def _notify_views(self) -> None:
         for ref in self._dashboards:

@@ -180,7 +180,7 @@ def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
     """Five panels on one page; the user's zoom survives refreshes (``uirevision``)."""
     t = rec.loader
     total = (t.get("total_wait", 0.0) + t.get("total_compute", 0.0)) if t else 0.0
-    wait = f": {t['total_wait'] / total:.0%} of the time" if total > 0 else ""
+    wait = f" {t['total_wait'] / total:.0%}" if total > 0 else ""
     shapes = [{"type": "line", "x0": s, "x1": s, "y0": 0.62, "y1": 1.0, "xref": "x",
                "yref": "paper", "line": {"color": "#bbb", "width": 1, "dash": "dash"}}
               for s in epoch_marks(rec)]
@@ -208,8 +208,8 @@ def layout(rec: TrainingRecords, n_health: int) -> dict[str, Any]:
         "annotations": [
             _title("Learning curves", 0, 1.0), _title("Gradient norm per parameter", 0, 0.53),
             _title("Activation health (latest sample)", 0.55, 0.53),
-            _title(f"Data wait <span style='color:#c62828'>(red{wait})</span> vs compute "
-                   "<span style='color:#1565c0'>(blue)</span>, ms per batch", 0, 0.21),
+            _title(f"<span style='color:#c62828'>Data wait{wait}</span> vs "
+                   "<span style='color:#1565c0'>compute</span>, ms/batch", 0, 0.21),
             _title("System: <span style='color:#6a1b9a'>RSS MiB</span>, "
                    "<span style='color:#00897b'>CPU % (dotted)</span>", 0.68, 0.21),
         ],

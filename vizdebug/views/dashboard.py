@@ -121,6 +121,8 @@ class Dashboard(View):
         self.kernel_seconds = 0.0  # CPU time of the refreshing thread spent on the view
         self.refreshes = 0
         self._last_version: Any = None
+        self._last_at = -1e9
+        self._last_cost = 0.0
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._findings = Findings()
@@ -170,26 +172,45 @@ class Dashboard(View):
         return widget
 
     def refresh(self, force: bool = False) -> bool:
-        """Push new data to the widget if any arrived; returns True when it did."""
+        """Push new data to the widget if any arrived and the throttle allows; True if it did.
+
+        Called by the refresh thread and, through ``Session.log``, by the training loop
+        itself: a message sent from the thread that runs the cell reaches the page at once,
+        while ipykernel may hold back those of a thread started by the running cell.
+        """
         widget = self._widget
         if widget is None:
             return False
-        with self._lock:
-            if not force and self._version() == self._last_version:
-                return False
-            start = self.clock()
-            figure, found, status = self._content(flush=False)
-            version = self._version()  # after reading: reading resolves pending values
-            with widget.hold_sync():
-                widget.figure = figure
-                widget.findings_html = found
-                widget.status = status
-                widget.revision = widget.revision + 1
-            self._last_version = version
-            self.kernel_seconds += self.clock() - start
-            self.refreshes += 1
-            self._last_cost = self.clock() - start
-            return True
+        if not force and time.monotonic() - self._last_at < self.next_interval():
+            return False
+        if not self._lock.acquire(blocking=force):  # the other caller is on it
+            return False
+        try:
+            return self._push(widget, force)
+        finally:
+            self._lock.release()
+
+    def due(self) -> float:
+        """``time.monotonic()`` at which the next refresh may happen."""
+        return self._last_at + self.next_interval()
+
+    def _push(self, widget: Any, force: bool) -> bool:
+        if not force and self._version() == self._last_version:
+            return False
+        start = self.clock()
+        figure, found, status = self._content(flush=False)
+        version = self._version()  # after reading: reading resolves pending values
+        with widget.hold_sync():
+            widget.figure = figure
+            widget.findings_html = found
+            widget.status = status
+            widget.revision = widget.revision + 1
+        self._last_version = version
+        self._last_cost = self.clock() - start
+        self.kernel_seconds += self._last_cost
+        self.refreshes += 1
+        self._last_at = time.monotonic()
+        return True
 
     def _version(self) -> Any:
         return (self.source.version, self.source.closed, self.source.failed)
@@ -197,7 +218,7 @@ class Dashboard(View):
     def next_interval(self) -> float:
         """Seconds to wait before the next refresh: at least ``min_interval``, and long
         enough that the last refresh's cost stays within ``budget`` of the time."""
-        cost = getattr(self, "_last_cost", 0.0)
+        cost = self._last_cost
         # aim at half the budget: costs vary from one refresh to the next
         return max(self.min_interval, 2 * cost / self.budget)
 
@@ -213,15 +234,22 @@ class Dashboard(View):
 
 
 def _refresh_loop(ref: weakref.ref) -> None:
-    """Refresh until the view is gone or its source closed (then once more, and stop)."""
+    """Refresh until the view is gone or its source closed (then once more, and stop).
+
+    While the training loop calls ``log()``, the loop's own thread refreshes the view
+    (its messages reach the page at once); this thread covers the gaps: a loop that does
+    not log, evaluation, the system panel, the final state.
+    """
     while True:
         view = ref()
         if view is None:
             return
         interval = view.next_interval()
         closed = view.source.closed
+        logging = time.monotonic() - getattr(view.source, "last_log_at", -1e9) < 2 * interval
         try:
-            view.refresh()
+            if closed or not logging:
+                view.refresh(force=closed)
         except Exception as exc:  # a broken refresh must not kill the kernel thread
             view._widget.status = f"dashboard refresh failed: {type(exc).__name__}: {exc}"
             return
