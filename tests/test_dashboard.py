@@ -109,13 +109,23 @@ def test_mimebundle_has_static_html_and_the_widget(widget_mode):
 def test_refresh_pushes_only_when_something_changed():
     _, session = small_session()
     session.system.stop()  # its 1 Hz samples would count as news
-    dash = Dashboard.from_session(session, live=False)
+    dash = Dashboard.from_session(session, live=False, min_interval=0.0, budget=1e9)
     _ = dash.widget  # builds and pushes once
     assert dash.refreshes == 1
     assert dash.refresh() is False
-    session.log(loss=0.1)
-    assert dash.refresh() is True
+    session.log(loss=0.1)  # the training loop's own log() pushes the news
     assert dash.refreshes == 2
+    assert dash.refresh() is False
+    session.close()
+
+
+def test_refresh_is_throttled():
+    _, session = small_session()
+    dash = Dashboard.from_session(session, live=False, min_interval=60.0)
+    _ = dash.widget
+    session.log(loss=0.1)
+    assert dash.refresh() is False and dash.refreshes == 1
+    assert dash.refresh(force=True) is True
     session.close()
 
 
