@@ -1,0 +1,236 @@
+"""Training overhead of vizdebug's collectors vs TensorBoard, W&B and livelossplot.
+
+One small CNN on scikit-learn's digits, a few hundred steps per configuration, all
+configurations interleaved in each repeat (so machine noise hits them alike); reported as
+the median over repeats of (time per step / plain time per step in the same repeat), and
+as the ratio of the best (least disturbed) repeats: CPU time only grows with disturbance.
+
+    python benchmarks/bench_overhead.py            # default: 5 repeats x 300 steps
+    python benchmarks/bench_overhead.py --repeats 3 --steps 200
+
+W&B runs in offline mode (nothing leaves the machine); it is skipped with a note when the
+package is missing. livelossplot draws with matplotlib's Agg backend (no window opens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("WANDB_SILENT", "true")
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import vizdebug as vd
+
+# The machine is shared: wall time swings with other people's jobs. One intra-op thread
+# and CPU time of this process make the runs comparable (I/O waits are not counted, so
+# TensorBoard/W&B writer threads still count as the CPU they burn).
+torch.set_num_threads(1)
+CLOCK = time.process_time
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 16, 10),
+    )
+
+
+def make_loader() -> DataLoader:
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    x = (x - x.mean()) / x.std()
+    data = TensorDataset(torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 8, 8),
+                         torch.tensor(y))
+    return DataLoader(data, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
+
+
+Setup = Callable[[nn.Module, DataLoader, str], tuple[Callable[[int, torch.Tensor], None],
+                                                     Callable[[], None]]]
+
+
+def run(setup: Setup, steps: int, workdir: str) -> float:
+    """Seconds per training step (the loop, data loading included) for one configuration."""
+    model, loader = make_model(), make_loader()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    after_step, finish = setup(model, loader, workdir)
+    step, start = 0, CLOCK()
+    while step < steps:
+        for x, y in loader:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            after_step(step, loss)
+            step += 1
+            if step == steps:
+                break
+    elapsed = CLOCK() - start
+    finish()
+    return elapsed / steps
+
+
+def nothing() -> None:
+    return None
+
+
+def plain(model, loader, workdir):
+    return (lambda step, loss: None), nothing
+
+
+def watch(every: int | None) -> Setup:
+    def setup(model, loader, workdir):
+        kwargs = {} if every is None else {"every": every}
+        session = vd.watch(model, loader=loader, **kwargs)
+        return (lambda step, loss: session.log(loss=loss)), session.close
+    return setup
+
+
+def tensorboard(every: int) -> Setup:
+    def setup(model, loader, workdir):
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(tempfile.mkdtemp(dir=workdir))
+        params = list(model.named_parameters())
+
+        def after(step, loss):
+            writer.add_scalar("loss", loss.item(), step)
+            if step % every == 0:
+                for name, p in params:
+                    writer.add_histogram(name, p, step)
+                    writer.add_histogram(name + ".grad", p.grad, step)
+        return after, writer.close
+    return setup
+
+
+def wandb_watch(log_freq: int) -> Setup:
+    def setup(model, loader, workdir):
+        import wandb
+
+        run_ = wandb.init(project="vizdebug-bench", dir=workdir, mode="offline")
+        wandb.watch(model, log="all", log_freq=log_freq)
+
+        def after(step, loss):
+            wandb.log({"loss": loss.item()}, step=step)
+
+        def finish():
+            wandb.unwatch(model)
+            run_.finish()
+        return after, finish
+    return setup
+
+
+def livelossplot(every: int) -> Setup:
+    def setup(model, loader, workdir):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from livelossplot import PlotLosses
+
+        plot = PlotLosses()
+
+        def after(step, loss):
+            plot.update({"loss": loss.item()})
+            if step % every == 0:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    plot.send()  # redraws the whole figure, as in a notebook
+        return after, _close_figures
+    return setup
+
+
+def _close_figures() -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def log_cost(n: int = 200_000) -> dict[str, float]:
+    """Microseconds per ``Session.log`` call, amortised (resolution included)."""
+    out = {}
+    for label, value in (("float", 0.5), ("0-d tensor", torch.tensor(0.5))):
+        best = float("inf")
+        for _ in range(5):
+            session = vd.watch(nn.Linear(2, 2))
+            start = time.perf_counter()
+            for _ in range(n):
+                session.log(loss=value)
+            session.log_store.resolve()
+            best = min(best, (time.perf_counter() - start) / n * 1e6)
+            session.close()
+        out[label] = best
+    return out
+
+
+def configurations(with_wandb: bool) -> dict[str, Setup]:
+    configs: dict[str, Setup] = {
+        "plain loop": plain,
+        f"vd.watch defaults (every={vd.collect.session.DEFAULT_EVERY})": watch(None),
+        "vd.watch(every=10)": watch(10),
+        "vd.watch(every=1)": watch(1),
+        "TensorBoard histograms every step": tensorboard(1),
+        "TensorBoard histograms every 10th step": tensorboard(10),
+        "livelossplot every step": livelossplot(1),
+        "livelossplot every 10th step": livelossplot(10),
+    }
+    if with_wandb:
+        configs["wandb.watch(log='all', log_freq=1)"] = wandb_watch(1)
+        configs["wandb.watch(log='all', log_freq=100)"] = wandb_watch(100)
+    return configs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=300)
+    args = parser.parse_args()
+    try:
+        import wandb  # noqa: F401
+        with_wandb = True
+    except ImportError:
+        with_wandb = False
+        print("note: wandb is not installed (pip install wandb): its rows are skipped")
+    configs = configurations(with_wandb)
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    with tempfile.TemporaryDirectory() as workdir:
+        run(plain, 30, workdir)  # warm-up
+        for rep in range(args.repeats):
+            for name, setup in configs.items():
+                times[name].append(run(setup, args.steps, workdir))
+            print(f"repeat {rep + 1}/{args.repeats} done", file=sys.stderr)
+    plain_times = np.asarray(times["plain loop"])
+    print(f"\n{args.repeats} repeats x {args.steps} steps, torch {torch.__version__}, "
+          f"{os.cpu_count()} CPUs, 1 intra-op thread, CPU time of this process; "
+          f"plain step median {1000 * np.median(plain_times):.2f} ms\n")
+    print(f"| {'configuration':42s} | ms/step | x plain, median | x plain, best of {args.repeats} |"
+          " per-repeat range |")
+    print(f"|{'-' * 44}|---------|-----------------|------------------|------------------|")
+    for name, values in times.items():
+        ratios = np.asarray(values) / plain_times
+        best = min(values) / plain_times.min()
+        print(f"| {name:42s} | {1000 * np.median(values):7.2f} | {statistics.median(ratios):15.2f} |"
+              f" {best:16.2f} | {ratios.min():.2f}-{ratios.max():.2f}        |")
+    costs = log_cost()
+    print("\nSession.log, amortised: " + ", ".join(f"{k} {v:.2f} us" for k, v in costs.items()))
+
+
+if __name__ == "__main__":
+    main()
