@@ -7,6 +7,7 @@ functions that need them.
 from __future__ import annotations
 
 from .analysis.input_checks import check_batch, check_dataset
+from .collect.session import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report
@@ -21,6 +22,7 @@ __all__ = [
     "DriftView",
     "Finding",
     "Findings",
+    "Session",
     "VizdebugError",
     "VizdebugTypeError",
     "check_batch",
@@ -28,4 +30,5 @@ __all__ = [
     "compare_distributions",
     "report",
     "show_batch",
+    "watch",
 ]
