@@ -91,7 +91,7 @@ class Session:
         self.system = SystemSampler(system_interval).start()
         self.closed = False
         self.failed: str | None = None
-        self._dashboards: list[weakref.ref] = []
+        self._dashboards: list[Any] = []  # live views (with a widget) to push data to
         self._views_due = 0.0
         self.last_log_at = -1e9  # time.monotonic() of the last log() while a view is live
 
@@ -245,11 +245,7 @@ class Session:
     def _refresh_views(self) -> None:
         """Refresh live dashboards from the training loop's own thread (throttled)."""
         due = []
-        for ref in list(self._dashboards):
-            view = ref()
-            if view is None:
-                self._dashboards.remove(ref)
-                continue
+        for view in list(self._dashboards):
             try:
                 view.refresh()
                 due.append(view.due())
@@ -258,10 +254,8 @@ class Session:
         self._views_due = min(due) if due else time.monotonic() + 1.0
 
     def _notify_views(self) -> None:
-        for ref in self._dashboards:
-            view = ref()
-            if view is not None:
-                view.refresh(force=True)
+        for view in self._dashboards:
+            view.refresh(force=True)
 
     def __enter__(self) -> Session:
         return self

@@ -129,15 +129,8 @@ class Dashboard(View):
 
     @classmethod
     def from_session(cls, session: TrainingSource, **options: Any) -> Dashboard:
-        """A dashboard over ``session`` (or any object with ``records()`` and ``version``).
-
-        A live session is told about the view, so that closing it pushes the final state.
-        """
-        view = cls(session, **options)
-        views = getattr(session, "_dashboards", None)
-        if isinstance(views, list):
-            views.append(weakref.ref(view))
-        return view
+        """A dashboard over ``session`` (or any object with ``records()`` and ``version``)."""
+        return cls(session, **options)
 
     # -- content ----------------------------------------------------------------------------
     def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
@@ -166,6 +159,11 @@ class Dashboard(View):
             _WIDGET_CLASS = _widget_class()
         widget = _WIDGET_CLASS(bundle=plotly_bundle())
         self._widget = widget
+        # The session keeps the view: `display(session.dashboard())` holds no other
+        # reference, and the view is what pushes new data (from log() and its thread).
+        views = getattr(self.source, "_dashboards", None)
+        if isinstance(views, list):
+            views.append(self)
         self.refresh(force=True)
         if self.live:
             self.start()
