@@ -183,3 +183,16 @@ def test_failure_is_shown_and_last_state_kept():
         _ = 1 / 0
     assert "failed: ZeroDivisionError" in dash.widget.status
     assert dash.widget.figure["data"]
+
+
+def test_a_displayed_dashboard_needs_no_reference_to_stay_live():
+    import gc
+
+    _, session = small_session(steps=2)
+    widget = session.dashboard(live=False, min_interval=0.0, budget=1e9).widget
+    gc.collect()  # `display(session.dashboard())` keeps no reference to the view
+    before = widget.revision
+    session.log(loss=0.5)
+    assert widget.revision > before
+    session.close()
+    assert "closed" in widget.status
