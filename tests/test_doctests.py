@@ -1,4 +1,4 @@
-"""The Examples sections of the public docstrings run as written."""
+"""The Examples sections of the docstrings run as written."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ MODULES = [
     "vizdebug.findings", "vizdebug.views.batch", "vizdebug.analysis.input_checks",
     "vizdebug.analysis.images", "vizdebug.report", "vizdebug.data.batch",
     "vizdebug.data.layout", "vizdebug.data.arrays",
+    "vizdebug.collect.anomaly", "vizdebug.collect.fused", "vizdebug.collect.hooks",
+    "vizdebug.collect.loader", "vizdebug.collect.samples", "vizdebug.collect.sampling",
+    "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
+    "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",
+    "vizdebug.analysis.training_records", "vizdebug.views._dashboard_figure",
 ]
 
 

@@ -139,6 +139,17 @@ def train(model, train_loader, val_loader, *, epochs: int = 5, lr: float = 1e-3,
     return history
 
 
+def _batch_step(loader, title: str, echo: Callable[[str], None]):
+    """show_batch on one loader of the demo, titled for the report."""
+    import vizdebug as vd
+
+    view = vd.show_batch(loader, classes=DIGIT_NAMES, mean=DigitsDataset.MEAN,
+                         std=DigitsDataset.STD)
+    view.title = title
+    echo(f"   {view!r}")
+    return view
+
+
 def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
              echo: Callable[[str], None] = print) -> Path:
     """Run the whole demo and write the report; returns its path."""
@@ -149,19 +160,11 @@ def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
     parts: list[Any] = []
 
     echo("1. The training batch as the model receives it (show_batch):")
-    batch_view = vd.show_batch(train_loader, classes=DIGIT_NAMES, mean=DigitsDataset.MEAN,
-                               std=DigitsDataset.STD)
-    batch_view.title = "Training batch (augmentation: shift by up to 1 pixel)"
-    echo(f"   {batch_view!r}")
-    parts.append(batch_view)
-
+    parts.append(_batch_step(train_loader, "Training batch (augmentation: shift by up to 1 "
+                                           "pixel)", echo))
     echo("2. The same pipeline with a too-strong augmentation (shift by up to 8 pixels):")
-    bad_loader, _ = make_loaders(max_shift=8)
-    bad_view = vd.show_batch(bad_loader, classes=DIGIT_NAMES, mean=DigitsDataset.MEAN,
-                             std=DigitsDataset.STD)
-    bad_view.title = "Training batch with a too-strong augmentation (shift by up to 8 pixels)"
-    echo(f"   {bad_view!r}")
-    parts.append(bad_view)
+    parts.append(_batch_step(make_loaders(max_shift=8)[0], "Training batch with a too-strong "
+                             "augmentation (shift by up to 8 pixels)", echo))
 
     echo("3. check_dataset on the training set:")
     data_findings = vd.check_dataset(train_loader)
