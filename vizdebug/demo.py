@@ -217,7 +217,7 @@ def drift_step(echo: Callable[[str], None]) -> list[Any]:
     shifted = vd.compare_distributions(image_features(loader_images(bad_loader)), image_features(xva))
     shifted.title = "Drift: training images after a too-strong augmentation vs validation"
     echo(f"   augmented (shift up to 8) train vs validation: {shifted!r}")
-    return [clean, shifted, shifted.findings]
+    return [clean, shifted]  # each view carries its own findings
 
 
 # ---- training step (vd.watch): the run's dashboard and its diagnosis ---------------------
@@ -236,4 +236,4 @@ def training_step(train_loader, val_loader, epochs: int,
     findings = session.findings()
     echo("   " + repr(findings).replace("\n", "\n   "))
     session.title = "Training dashboard: a small CNN on digits"
-    return [session, findings]
+    return [session]  # the session's section carries its findings
