@@ -93,6 +93,22 @@ def test_numpy_and_torch_reductions_agree(cls):
     np.testing.assert_allclose(in_numpy, in_torch, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
+def test_unit_maxima_match_a_direct_reduction():
+    torch.manual_seed(0)
+    for shape in [(64, 16, 8, 8), (64, 32, 4, 4), (5, 3, 2), (4, 6), (2, 3, 4, 5, 6)]:
+        x = torch.randn(shape)
+        x[0, 0].view(-1)[0] = float("nan") if len(shape) == 5 else x[0, 0].view(-1)[0]
+        for cls in ("Conv2d", "Linear"):
+            sample = activation_sample(x, cls)
+            dim = 2 if x.dim() == 3 and cls == "Linear" else 1
+            direct = x.abs().amax(dim=[d for d in range(x.dim()) if d != dim])
+            assert torch.equal(sample.unit_max, direct) or (
+                torch.equal(sample.unit_max[1:], direct[1:]) and sample.unit_max[0].isnan()
+                and direct[0].isnan())
+    x = torch.randn(8, 4, 3, 3).to(memory_format=torch.channels_last)
+    assert torch.equal(activation_sample(x, "Conv2d").unit_max, x.abs().amax(dim=(0, 2, 3)))
+
+
 def test_activation_stats_dead_channels_and_nonfinite():
     x = torch.ones(4, 3, 2, 2)
     x[:, 1] = 0.0
