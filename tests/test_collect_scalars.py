@@ -42,6 +42,34 @@ def test_tensors_are_detached_and_read_in_one_batch():
     assert log.series("n")[1].tolist() == [7.0]
 
 
+def test_tensor_batches_of_mixed_dtypes_and_shapes_are_read_exactly():
+    log = ScalarLog(chunk=10_000)
+    big = 2**40 + 1  # not exact in float32: int64 tensors must not be stacked with floats
+    for i in range(3):
+        log.log(loss=torch.tensor(0.25 * i), count=torch.tensor(big + i),
+                one=torch.tensor([1.5 + i]), half=torch.tensor(0.5, dtype=torch.float16))
+    assert log.series("loss")[1].tolist() == [0.0, 0.25, 0.5]
+    assert log.series("count")[1].tolist() == [float(big), float(big + 1), float(big + 2)]
+    assert log.series("one")[1].tolist() == [1.5, 2.5, 3.5]
+    assert log.series("half")[1].tolist() == [0.5, 0.5, 0.5]
+    only = ScalarLog(chunk=10_000)
+    for i in range(5):  # one dtype: the single-stack path
+        only.log(loss=torch.tensor(float(i)) / 4)
+    assert only.series("loss")[1].tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    shapes = ScalarLog(chunk=10_000)
+    for value in (torch.tensor(1.0), torch.tensor([2.0]), torch.ones(1, 1)):
+        shapes.log(a=value)
+    assert shapes.series("a")[1].tolist() == [1.0, 2.0, 1.0]
+
+
+def test_a_tensor_without_a_graph_is_kept_as_it_is_and_read_the_same():
+    log = ScalarLog(chunk=10_000)
+    value = torch.tensor(0.75)
+    log.log(acc=value)
+    assert log._pending[0][2] is value  # no new tensor object per call
+    assert log.series("acc")[1].tolist() == [0.75]
+
+
 def test_logged_tensor_does_not_keep_the_autograd_graph_alive():
     log = ScalarLog(chunk=10_000)
     x = torch.randn(4, requires_grad=True)

@@ -86,7 +86,7 @@ def _check_value(name: str, value: Any) -> Any:
                 f"log({name}=...) takes a number or a one-element tensor, got a tensor of "
                 f"shape {tuple(value.shape)}; reduce it first, e.g. {name}=t.mean()"
             )
-        return value.detach()
+        return value.detach() if value.requires_grad else value
     numpy_scalar = isinstance(value, np.generic) or (
         isinstance(value, np.ndarray) and value.size == 1)
     if numpy_scalar and value.dtype.kind in "biuf":
@@ -106,8 +106,18 @@ def _torch_tensor_type() -> type | None:
 
 def _resolve_values(values: tuple[Any, ...]) -> np.ndarray:
     """Numbers for a batch of values: tensors are read together, one transfer per device."""
-    if set(map(type, values)) <= set(_NUMBER_TYPES):
+    kinds = set(map(type, values))
+    if kinds <= set(_NUMBER_TYPES):
         return np.asarray(values, dtype=float)
+    if len(kinds) == 1 and len({v.dtype for v in values}) == 1:
+        # The common case (only tensors, of one dtype, e.g. a loss): one stack, no loop.
+        # Mixed shapes (0-d and 1-element) or devices fail the stack: grouped below.
+        import torch
+
+        try:
+            return np.asarray(torch.stack(values).reshape(-1).double().cpu().tolist())
+        except (RuntimeError, TypeError):
+            pass
     out = np.full(len(values), math.nan)
     tensors: dict[Any, list[int]] = {}
     for i, v in enumerate(values):
@@ -180,7 +190,10 @@ class ScalarLog:
         for name, value in metrics.items():
             kind = type(value)
             if kind is tensor_type and value.numel() == 1:
-                value = value.detach()  # the common case, inlined: a 0-d loss tensor
+                # The common case, inlined: a 0-d loss tensor. Detached (a new tensor
+                # object) only when it holds an autograd graph, which must not stay alive.
+                if value.requires_grad:
+                    value = value.detach()
             elif kind not in _NUMBER_TYPES:
                 value = _check_value(name, value)
                 tensor_type = self._tensor_type = _torch_tensor_type()
