@@ -107,6 +107,12 @@ def test_unit_maxima_match_a_direct_reduction():
                 and direct[0].isnan())
     x = torch.randn(8, 4, 3, 3).to(memory_format=torch.channels_last)
     assert torch.equal(activation_sample(x, "Conv2d").unit_max, x.abs().amax(dim=(0, 2, 3)))
+    x = -torch.rand(6, 3, 2, 2) - 1  # all negative: |min| is the answer
+    x[2, 1, 0, 1] = -float("inf")
+    x[:, 2] = -0.0
+    got = activation_sample(x, "Conv2d").unit_max
+    assert torch.equal(got, x.abs().amax(dim=(0, 2, 3))) and not got.signbit().any()
+    assert activation_sample(torch.tensor([-3.0, 2.0]), "Linear").unit_max.tolist() == [3.0]
 
 
 def test_activation_stats_dead_channels_and_nonfinite():

@@ -268,8 +268,9 @@ class ModelHooks:
             params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
             with torch.no_grad():
                 pending.grad_idx += [i for i, _, _ in ready]
-                pending.grad_norm += norms(grads)
-                pending.weight_norm += norms(params)
+                both = norms(grads + params)  # one fused call for gradients and weights
+                pending.grad_norm += both[:len(ready)]
+                pending.weight_norm += both[len(ready):]
                 pending.before += copies(params)
             self.sampler.charge(self.sampler.clock() - start)
         except Exception as exc:
@@ -339,15 +340,15 @@ class ModelHooks:
         if pending.ready:  # backward ended without running the callback
             self._reduce_grads(pending)
         if pending.grad_idx:
-            idx = torch.tensor(pending.grad_idx)
+            idx = np.asarray(pending.grad_idx)
             with torch.no_grad():
                 now = [self._params[i]() for i in pending.grad_idx]
                 if any(p is None for p in now):
                     return pending.step, act, None
                 updates = norms(differences([p.detach() for p in now], pending.before))
-                grad = (idx, torch.stack([torch.stack(pending.grad_norm),
-                                          torch.stack(pending.weight_norm),
-                                          torch.stack(updates)], 1))
+                # One stack of the three norm lists, (3, k): read transposed in _read.
+                grad = (idx, torch.stack(pending.grad_norm + pending.weight_norm + updates)
+                        .reshape(len(GRAD_FIELDS), -1))
         return pending.step, act, grad
 
     def _activation_rows(self, idx: np.ndarray, stats: Any) -> np.ndarray:
@@ -368,7 +369,7 @@ class ModelHooks:
                 self.activations.append(step, row)
                 self._note_nonfinite(step, row)
             if grad is not None:
-                idx, norms = grad[0].numpy(), grad[1].double().cpu().numpy()
+                idx, norms = grad[0], grad[1].double().cpu().numpy().T
                 row = np.full((len(self.param_paths), len(GRAD_FIELDS)), np.nan)
                 row[idx] = norms
                 row[idx, 2] = norms[:, 2] / np.where(norms[:, 1] > 0, norms[:, 1], np.nan)

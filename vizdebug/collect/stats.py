@@ -58,24 +58,29 @@ class ActivationSample(NamedTuple):
 
 
 def activation_sample(output: torch.Tensor, module_class: str) -> ActivationSample:
-    """Three kernels on the whole output: ``abs``, the per-unit max, a strided copy.
+    """Three read-only kernels on the whole output: the max and min over the batch
+    dimension, and a strided copy; the rest runs on tensors 1/batch the size.
 
+    ``max |a| = max(|max a|, |min a|)`` exactly (NaN and inf propagate), without writing
+    an ``abs`` copy of the whole output: that allocation, among the training step's own,
+    cost more than the reductions (in-situ, 6 modules of the digits CNN: ~1000 us per
+    step with ``abs``, ~670 us without). The batch dimension goes first: an elementwise
+    max over contiguous slabs is several times faster than one multi-dimension ``amax``.
     (numpy was tried on the CPU: its max over non-trailing axes is 5x slower.)
     """
     x = output.detach()
     if not x.is_floating_point():
         x = x.float()
     n = x.numel()
-    magnitude = x.abs()
     dim = _unit_dim(x, module_class)
     if dim is None:
-        unit_max = magnitude.amax().reshape(1) if n else magnitude.new_zeros(1)
-    elif dim == 1 and x.dim() > 2:
-        # The batch dimension first (an elementwise max over contiguous slabs), then the
-        # rest: the same maxima, 1.1-6x faster on the CPU than one multi-dim amax.
-        unit_max = magnitude.amax(0).reshape(x.shape[1], -1).amax(1)
-    else:
-        unit_max = magnitude.amax(dim=[d for d in range(x.dim()) if d != dim])
+        unit_max = x.abs().amax().reshape(1) if n else x.new_zeros(1)
+    else:  # dim >= 1, batch of at least 2
+        unit_max = x.amax(0).abs_().maximum(x.amin(0).abs_())
+        if unit_max.dim() > 1 and dim == 1:
+            unit_max = unit_max.reshape(unit_max.shape[0], -1).amax(1)
+        elif unit_max.dim() > 1:
+            unit_max = unit_max.amax(dim=[d for d in range(unit_max.dim()) if d != dim - 1])
     values = x.reshape(-1)[:: max(1, n // SUBSAMPLE)][:SUBSAMPLE].clone()
     return ActivationSample(values.float(), unit_max.float().reshape(-1), n, dim is not None)
 
