@@ -108,3 +108,21 @@ def test_broken_batch_description_never_reaches_the_loop():
     assert len(list(session.tap_loader([Weird(), Weird()]))) == 2
     assert "collector-error" in session.findings().codes
     session.close()
+
+
+def test_tensor_batch_summary_matches_direct_computation():
+    from vizdebug.collect.loader import batch_summary
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 1, 8, 8) * 3 + 1
+    values = batch_summary(x)[2]
+    a = x.double().numpy().ravel()
+    np.testing.assert_allclose(values, [a.min(), a.max(), a.mean(), a.std(), 0, a.size],
+                               rtol=1e-5)
+    x[0, 0, 0, 0], x[1, 0, 2, 3] = float("inf"), float("nan")
+    values = batch_summary(x)[2]
+    finite = x.double().numpy().ravel()
+    finite = finite[np.isfinite(finite)]
+    np.testing.assert_allclose(values, [finite.min(), finite.max(), finite.mean(), finite.std(),
+                                        2, x.numel()], rtol=1e-9)
+    assert batch_summary(torch.arange(5))[2].tolist() == [0.0, 4.0, 2.0, 2.0 ** 0.5, 0.0, 5.0]

@@ -9,6 +9,7 @@ other iterable can be tapped explicitly with ``session.tap_loader(iterable)``.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from collections import deque
@@ -76,10 +77,10 @@ def _tensor_summary(x: Any) -> np.ndarray:
     if flat.numel() == 0:
         return _array_summary(np.empty(0))
     lo, hi = torch.aminmax(flat)
-    if not (bool(torch.isfinite(lo)) and bool(torch.isfinite(hi))):
-        return _array_summary(flat.double().numpy())
     std, mean = torch.std_mean(flat, correction=0)
-    lo_, hi_, mean_, std_ = torch.stack([lo, hi, mean, std]).tolist()
+    lo_, hi_, mean_, std_ = torch.stack([lo, hi, mean, std]).tolist()  # one read
+    if not (math.isfinite(lo_) and math.isfinite(hi_)):
+        return _array_summary(flat.double().numpy())
     return np.asarray([lo_, hi_, mean_, std_, 0.0, flat.numel()])
 
 
