@@ -63,14 +63,6 @@ def subsample(x: np.ndarray, limit: int = SAMPLE_VALUES) -> np.ndarray:
     return flat if flat.size <= limit else flat[:: -(-flat.size // limit)]
 
 
-def finite_range(x: np.ndarray) -> tuple[float, float] | None:
-    """(min, max) over finite values, or None when nothing is finite."""
-    if x.dtype.kind in "biu":
-        return (float(x.min()), float(x.max())) if x.size else None
-    finite = x[np.isfinite(x)]
-    return (float(finite.min()), float(finite.max())) if finite.size else None
-
-
 def pooled(image: np.ndarray, max_side: int) -> np.ndarray:
     """Mean-pool a C x H x W image by a whole factor so no side exceeds ~``max_side``.
 

@@ -72,11 +72,12 @@ def _looks_like_xy(seq: tuple | list) -> bool:
         return False
     if np.isscalar(y) or y is None or getattr(y, "ndim", None) == 0:
         return True
-    n_x = _length(x)
-    return n_x is not None and _length(y) == n_x and getattr(y, "ndim", 1) <= 2
+    n_x = item_count(x)
+    return n_x is not None and item_count(y) == n_x and getattr(y, "ndim", 1) <= 2
 
 
-def _length(obj: Any) -> int | None:
+def item_count(obj: Any) -> int | None:
+    """How many items a batch-like object holds along its first axis (None: not a batch)."""
     if is_pil(obj):
         return None
     shape = getattr(obj, "shape", None)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .arrays import is_arraylike, is_pil
-from .batch import Batch, make_batch, unpack
+from .batch import Batch, item_count, make_batch, unpack
 from .layout import infer_layout
 
 MAX_PER_PAGE = 256
@@ -89,12 +89,9 @@ class SlicedSource(PageSource):
 
 
 def _length(x: Any) -> int:
-    if type(x).__name__ == "DataFrame":
-        return len(x)
-    shape = getattr(x, "shape", None)
-    if shape is not None:
-        return int(shape[0]) if len(shape) else 1
-    return len(x)
+    """Items in ``x``; a lone image or scalar counts as one."""
+    n = item_count(x)
+    return 1 if n is None else n
 
 
 def _take(x: Any, start: int, stop: int) -> Any:
@@ -140,11 +137,12 @@ class IterSource(PageSource):
         except Exception as exc:
             raise _loading_error(exc, self.pages_read, self.description) from exc
         x, y = unpack(raw, what=f"batch {self.pages_read}")
-        per = self.n or min(_length(x), DEFAULT_PER_PAGE)
+        total = _length(x)
+        per = self.n or min(total, DEFAULT_PER_PAGE)
         batch = make_batch(_take(x, 0, per), _take(y, 0, per), layout=self.layout,
                            what=f"batch {self.pages_read}")
-        if _length(x) > per:
-            batch.notes.append(f"showing {per} of the batch's {_length(x)} items")
+        if total > per:
+            batch.notes.append(f"showing {per} of the batch's {total} items")
         self.pages_read += 1
         return batch
 

@@ -191,9 +191,3 @@ def show_batch(source: Any, n: int | None = None, *, classes=None, mean=None, st
     []
     """
     return BatchView.from_source(source, n, classes=classes, mean=mean, std=std, layout=layout)
-
-
-def batch_css() -> str:
-    """The grid's stylesheet, for pages that embed static BatchView HTML."""
-    return _asset("batch.css")
-
