@@ -11,6 +11,7 @@ from .collect.session import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report
+from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
 
@@ -22,12 +23,14 @@ __all__ = [
     "DriftView",
     "Finding",
     "Findings",
+    "Run",
     "Session",
     "VizdebugError",
     "VizdebugTypeError",
     "check_batch",
     "check_dataset",
     "compare_distributions",
+    "open_run",
     "report",
     "show_batch",
     "watch",

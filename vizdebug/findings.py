@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "unstable-loss": "training",
     "input-bound": "training",
     "collector-error": "training",
+    "run-interrupted": "training",
     # metrics
     "misleading-accuracy": "metrics",
     # drift

@@ -63,14 +63,35 @@ class SampleBuffer:
         with self._lock:
             return np.asarray(self._steps, dtype=np.int64)
 
+    def since(self, step: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The steps after ``step`` and their rows (for a writer that appends to disk).
+
+        >>> buf = SampleBuffer(); buf.append(1, np.zeros(2)); buf.append(5, np.ones(2))
+        >>> buf.since(1)[0].tolist()
+        [5]
+        """
+        with self._lock:
+            steps = np.asarray(self._steps, dtype=np.int64)
+            first = int(np.searchsorted(steps, step, side="right"))
+            return steps[first:], self._rows[first:]
+
     def stacked(self, width: int | None = None) -> np.ndarray:
         """All rows stacked along a new first axis (padded with NaN to ``width`` columns)."""
         with self._lock:
             rows = list(self._rows)
-        if not rows:
-            return np.empty((0, width or 0))
-        width = width if width is not None else max(r.shape[0] for r in rows)
-        out = np.full((len(rows), width, *rows[0].shape[1:]), np.nan)
-        for i, r in enumerate(rows):
-            out[i, : r.shape[0]] = r
-        return out
+        return stack_rows(rows, width)
+
+
+def stack_rows(rows: list[np.ndarray], width: int | None = None) -> np.ndarray:
+    """Rows of equal trailing shape stacked on a new first axis, NaN-padded to ``width``.
+
+    >>> stack_rows([np.zeros(1), np.ones(2)]).tolist()
+    [[0.0, nan], [1.0, 1.0]]
+    """
+    if not rows:
+        return np.empty((0, width or 0))
+    width = width if width is not None else max(r.shape[0] for r in rows)
+    out = np.full((len(rows), width, *rows[0].shape[1:]), np.nan)
+    for i, r in enumerate(rows):
+        out[i, : r.shape[0]] = r
+    return out

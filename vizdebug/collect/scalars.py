@@ -162,6 +162,8 @@ class ScalarLog:
         self._is_train: dict[str, bool] = {}
         self._tensor_type: type | None = None
         self.version = 0
+        # called with (steps, names, values, times) of every resolved batch (a run store)
+        self.sink: Callable[[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray], None] | None = None
 
     @property
     def next_step(self) -> int:
@@ -229,6 +231,9 @@ class ScalarLog:
                     series = self._series[name] = Series(self.capacity)
                 series.extend(step_arr[sel], numbers[sel], time_arr[sel])
             self.version += 1
+            sink = self.sink
+            if sink is not None:
+                sink(step_arr, names, numbers, time_arr)
 
     def names(self) -> list[str]:
         """Metric names in the order they were first logged."""

@@ -8,6 +8,7 @@ re-run cell) closes the previous session first, so hooks never pile up.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -21,6 +22,7 @@ import numpy as np
 from ..analysis.training import TrainingRecords, diagnose
 from ..errors import VizdebugTypeError, describe
 from ..findings import Findings
+from ..store.writer import RunWriter, store_path
 from .anomaly import AnomalyPolicy, check_on_anomaly
 from .hooks import ModelHooks
 from .loader import BATCH_FIELDS, LoaderTap, tap_iterable
@@ -75,10 +77,12 @@ class Session:
     uses_plotly = True
 
     def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
-                 loader: Any = None, system_interval: float = 1.0) -> None:
+                 loader: Any = None, store: Any = None, system_interval: float = 1.0,
+                 store_interval: float | None = None) -> None:
         self.every = every
         self.policy = policy
         self.rank = _rank()
+        store_file = store_path(store, self.rank) if store is not None else None
         self.log_store = ScalarLog()
         self._errors: dict[tuple[str, str], int] = {}
         self._error_lock = threading.Lock()
@@ -94,6 +98,15 @@ class Session:
         self._dashboards: list[Any] = []  # live views (with a widget) to push data to
         self._views_due = 0.0
         self.last_log_at = -1e9  # time.monotonic() of the last log() while a view is live
+        self.store: RunWriter | None = None
+        if store_file is not None:
+            try:
+                self.store = RunWriter(store_file, self, interval=store_interval)
+            except BaseException:
+                self._stop_collectors()
+                raise
+            self.log_store.sink = self.store.sink
+            self.store.start()
 
     # -- during training --------------------------------------------------------------------
     def log(self, step: int | None = None, **metrics: Any) -> None:
@@ -236,11 +249,16 @@ class Session:
         if self.closed:
             return
         self.hooks.flush()
+        self._stop_collectors()
+        self.closed = True
+        if self.store is not None:
+            self.store.close("failed" if self.failed else "closed")
+        self._notify_views()
+
+    def _stop_collectors(self) -> None:
         self.hooks.remove()
         self.tap.detach()
         self.system.stop()
-        self.closed = True
-        self._notify_views()
 
     def _refresh_views(self) -> None:
         """Refresh live dashboards from the training loop's own thread (throttled)."""
@@ -268,15 +286,15 @@ class Session:
     def __del__(self) -> None:
         try:
             if not self.closed:
-                self.hooks.remove()
-                self.tap.detach()
-                self.system.stop()
+                self._stop_collectors()
+                if self.store is not None:
+                    self.store.close("ended")
         except Exception:
             pass
 
 
 def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFAULT_EVERY,
-          on_anomaly: str = "warn") -> Session:
+          store: str | os.PathLike | None = None, on_anomaly: str = "warn") -> Session:
     """Attach collectors to ``model`` (and ``loader``) and return the :class:`Session`.
 
     Parameters
@@ -291,6 +309,13 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFA
         measured as training runs (a few dozen steps apart for a small CNN on a CPU, every
         few steps for a model whose steps are long). A module that crashes on a ``None``
         input is named on any step.
+    store : path, optional
+        Also write the run to this SQLite file (or a new file in this folder), from a
+        background thread every couple of seconds: every logged point, the sampled
+        statistics, the loader and system records, a few input batches. Read it with
+        ``vd.open_run(path)`` from another kernel, a script or after a crash. An earlier
+        run at the same path is replaced; any other existing file is left alone (error).
+        Rank ``k > 0`` of a ``torch.distributed`` job writes ``<name>.rank<k>.sqlite``.
     on_anomaly : {"warn", "raise", "pdb", "ignore"}
         What to do at the first non-finite activation or ``None`` input. ``"raise"`` and
         ``"pdb"`` check every step (one device sync per module: slower, but exact).
@@ -306,6 +331,6 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFA
     previous = _SESSIONS.get(model)
     if previous is not None:
         previous.close()
-    session = Session(model, every=every, policy=policy, loader=loader)
+    session = Session(model, every=every, policy=policy, loader=loader, store=store)
     _SESSIONS[model] = session
     return session

@@ -1,1 +1,8 @@
-"""store layer of vizdebug (see DESIGN.md)."""
+"""Run persistence: one SQLite file (WAL mode) per watched process; arrays as ``.npy``
+bytes, never pickle. ``watch(model, store=path)`` writes, :func:`open_run` reads."""
+
+from __future__ import annotations
+
+from .run import Run, open_run
+
+__all__ = ["Run", "open_run"]

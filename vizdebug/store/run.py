@@ -1,0 +1,348 @@
+"""``open_run(path)``: read a stored run, from another kernel, a script or a crashed job.
+
+A :class:`Run` answers like a Session: ``scalars()``, ``findings()``, ``dashboard()``,
+``records()``, ``captured_batches()``, and ``vd.report(run, path)``. It reads the file
+again whenever the writer has written since (the dashboard of a run that is still going
+follows it live). Nothing is unpickled: arrays are ``.npy`` read with
+``allow_pickle=False``, the rest is JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..analysis.training import TrainingRecords, diagnose
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..findings import Finding, Findings
+from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MAX_SAMPLES = 4000  # sampled rows kept in memory per kind (evenly thinned, non-finite kept)
+STALE_AFTER = 5.0   # heartbeats missed before a "running" run counts as interrupted
+
+
+def _resolve(path: object) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise VizdebugTypeError(f"open_run() takes the path of a run file, got {describe(path)}")
+    p = Path(os.fspath(path)).expanduser()
+    if p.is_dir():
+        runs = sorted((f for f in p.glob("*.sqlite") if ".rank" not in f.name and is_run_file(f)),
+                      key=lambda f: f.stat().st_mtime)
+        if not runs:
+            raise VizdebugError(f"no vizdebug run (*.sqlite) in the folder {str(p)!r}")
+        return runs[-1]
+    if not p.exists():
+        raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
+                            "vd.watch(model, store=...)")
+    if not is_run_file(p):
+        raise VizdebugError(f"{str(p)!r} is not a vizdebug run file (an SQLite file written "
+                            "by vd.watch(model, store=...))")
+    return p
+
+
+def _thin(steps: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``limit`` rows, evenly spaced, always keeping rows with non-finite values."""
+    if steps.size <= limit:
+        return steps, rows
+    keep = np.zeros(steps.size, dtype=bool)
+    keep[np.linspace(0, steps.size - 1, limit // 2).astype(np.int64)] = True
+    bad = ~np.isfinite(rows.reshape(rows.shape[0], -1)).all(axis=1)
+    keep |= bad
+    idx = np.flatnonzero(keep)
+    if idx.size > limit:  # mostly non-finite: the first and the newest
+        idx = np.concatenate([idx[:1], idx[-(limit - 1):]])
+    return steps[idx], rows[idx]
+
+
+class _SystemArray:
+    """What the dashboard reads as ``source.system``."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self._array = array
+
+    def array(self) -> np.ndarray:
+        return self._array
+
+
+class Run:
+    """A stored run. Build it with :func:`open_run`.
+
+    Examples
+    --------
+    >>> run = vd.open_run("runs/exp1.sqlite")   # doctest: +SKIP
+    >>> run.findings()                          # doctest: +SKIP
+    """
+
+    title = "vizdebug stored run"
+    uses_plotly = True
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._cache_key: Any = None
+        self._records: TrainingRecords | None = None
+        self.meta: dict[str, Any] = {}
+        self._read_meta()
+        if self.meta.get("format") != FORMAT or int(self.meta.get("format_version", 0)) > FORMAT_VERSION:
+            raise VizdebugError(
+                f"{str(path)!r} was written by a newer vizdebug (format "
+                f"{self.meta.get('format_version')}); upgrade vizdebug to read it")
+        self.system = _SystemArray(np.empty((0, 4)))
+
+    # -- the file -------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10.0)
+            conn.execute("PRAGMA query_only=1")
+            return conn
+        except sqlite3.Error as exc:
+            raise VizdebugError(f"cannot read the run file {str(self.path)!r}: {exc}") from None
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        conn = self._connect()
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
+        finally:
+            conn.close()
+
+    def _read_meta(self) -> None:
+        self.meta = {k: from_json(v, f"setting {k!r}") for k, v in
+                     self._query("SELECT key, value FROM meta")}
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        """``running``, ``closed``, ``ended`` (the script exited without ``close()``),
+        ``failed``, or ``interrupted`` (no heartbeat: the process died or hangs)."""
+        state = str(self.meta.get("state", "running"))
+        if state == "running":
+            interval = float(self.meta.get("interval") or 2.0)
+            age = time.time() - float(self.meta.get("heartbeat") or 0.0)
+            if age > STALE_AFTER * interval + 1.0:
+                return "interrupted"
+        return state
+
+    @property
+    def closed(self) -> bool:
+        """True once nothing more will be written (the dashboard stops following)."""
+        return self.state != "running"
+
+    @property
+    def failed(self) -> str | None:
+        """Why the run failed (an exception in ``with watch(...)``), or its interruption."""
+        if self.meta.get("failed"):
+            return str(self.meta["failed"])
+        if self.state == "interrupted":
+            return f"no write since {time.ctime(float(self.meta.get('heartbeat') or 0))}"
+        return None
+
+    @property
+    def version(self) -> Any:
+        """Changes whenever the writer wrote (one small query)."""
+        with contextlib.suppress(VizdebugError):
+            self._read_meta()
+        return (self.meta.get("ticks"), self.state)
+
+    # -- reading -----------------------------------------------------------------------------
+    def records(self, *, flush: bool = True) -> TrainingRecords:
+        """Everything stored, as :class:`~vizdebug.analysis.training.TrainingRecords`."""
+        key = self.version
+        with self._lock:
+            if self._records is None or key != self._cache_key:
+                self._records = self._load()
+                self._cache_key = key
+            return self._records
+
+    def _load(self) -> TrainingRecords:
+        meta = self.meta
+        scalars = {name: (s, v) for name, (s, v, _) in self._series().items()}
+        act_steps, acts = self._samples("activations", len(meta.get("module_paths", [])))
+        grad_steps, grads = self._samples("grads", len(meta.get("param_paths", [])))
+        blobs = self._blobs("events", "errors", "loader")
+        loader = blobs.get("loader") or {}
+        if loader:
+            for name, data in self._query(
+                    "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"):
+                loader[name.split(".", 1)[1]] = from_npy(data, name)
+        system = self._query("SELECT time, cpu_percent, rss_mb, gpu_mb FROM system ORDER BY time")
+        self.system = _SystemArray(np.asarray(system, dtype=float).reshape(-1, 4))
+        return TrainingRecords(
+            scalars=scalars, module_paths=list(meta.get("module_paths", [])),
+            module_classes=list(meta.get("module_classes", [])), act_steps=act_steps,
+            activations=acts, param_paths=list(meta.get("param_paths", [])),
+            param_numel=list(meta.get("param_numel", [])), grad_steps=grad_steps, grads=grads,
+            events=list(blobs.get("events") or []), loader=loader,
+            errors=[tuple(e) for e in blobs.get("errors") or []],
+            every=meta.get("every", 1),
+        )
+
+    def _series(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        rows = self._query("SELECT name, step, value, time FROM scalars ORDER BY name, step, rowid")
+        out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        if not rows:
+            return out
+        names = [r[0] for r in rows]
+        steps = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        values = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=float)
+        times = np.fromiter((r[3] for r in rows), dtype=float, count=len(rows))
+        start = 0
+        for i in range(1, len(rows) + 1):
+            if i == len(rows) or names[i] != names[start]:
+                out[names[start]] = (steps[start:i], values[start:i], times[start:i])
+                start = i
+        order = self._first_logged()
+        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], 1 << 62)))
+
+    def _first_logged(self) -> dict[str, int]:
+        return dict(self._query("SELECT name, min(rowid) FROM scalars GROUP BY name"))
+
+    def _samples(self, kind: str, width: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._query("SELECT steps, rows FROM samples WHERE kind=? ORDER BY first_step, "
+                           "rowid", (kind,))
+        if not rows:
+            fields = 9 if kind == "activations" else 3
+            return np.empty(0, dtype=np.int64), np.empty((0, width, fields))
+        steps = [from_npy(s, f"{kind} steps").astype(np.int64) for s, _ in rows]
+        blocks = [from_npy(r, f"{kind} rows") for _, r in rows]
+        width = max([width] + [b.shape[1] for b in blocks])
+        padded = []
+        for s, b in zip(steps, blocks):
+            if b.ndim != 3 or b.shape[0] != s.shape[0]:
+                raise VizdebugError(f"the stored {kind} rows have shape {b.shape} for "
+                                    f"{s.shape[0]} steps; the run file is damaged")
+            if b.shape[1] < width:
+                pad = np.full((b.shape[0], width - b.shape[1], b.shape[2]), np.nan)
+                b = np.concatenate([b, pad], axis=1)
+            padded.append(b)
+        return _thin(np.concatenate(steps), np.concatenate(padded), MAX_SAMPLES)
+
+    def _blobs(self, *names: str) -> dict[str, Any]:
+        marks = ",".join("?" * len(names))
+        rows = self._query(f"SELECT name, kind, data FROM blobs WHERE name IN ({marks})", names)
+        out = {}
+        for name, kind, data in rows:
+            out[name] = from_json(data, name) if kind == "json" else from_npy(data, name)
+        return out
+
+    def findings(self) -> Findings:
+        """The diagnosis of the stored run (the same rules as a live session), plus a note
+        when the run was interrupted."""
+        found = diagnose(self.records())
+        if self.state == "interrupted":
+            found = Findings([*found, Finding(
+                "run-interrupted", "warning",
+                f"the run stopped writing without closing: {self.failed}; the last stored "
+                f"step is {self.last_step}",
+                where=str(self.path),
+                evidence={"heartbeat": self.meta.get("heartbeat"), "pid": self.meta.get("pid")},
+                hint="The process died (out of memory, killed, a crash in native code) or "
+                     "hangs. Everything written before that is here; check the job's log and "
+                     "memory (the system panel shows RSS).",
+            )])
+        return found
+
+    @property
+    def last_step(self) -> int:
+        """The highest step with a logged scalar (-1 when nothing was logged)."""
+        row = self._query("SELECT max(step) FROM scalars")
+        return int(row[0][0]) if row and row[0][0] is not None else -1
+
+    def scalars(self) -> pd.DataFrame:
+        """Everything logged, long form (``step``, ``name``, ``value``, ``time``, ``rank``),
+        across every rank of a multi-process job."""
+        import pandas as pd
+
+        frames = []
+        for run in [self, *self.rank_runs()]:
+            rows = run._query("SELECT step, name, value, time FROM scalars ORDER BY step, rowid")
+            df = pd.DataFrame(rows, columns=["step", "name", "value", "time"])
+            df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
+            df["step"] = df["step"].astype("int64")
+            df["time"] = df["time"].astype(float)
+            df["rank"] = int(run.meta.get("rank", 0))
+            frames.append(df)
+        df = pd.concat(frames, ignore_index=True)
+        return df.sort_values(["step", "name", "rank"], kind="stable").reset_index(drop=True)
+
+    def rank_runs(self) -> list[Run]:
+        """The runs of the other ranks of this job (``<name>.rank<k><suffix>`` beside it)."""
+        world = int(self.meta.get("world_size") or 1)
+        if int(self.meta.get("rank", 0)) != 0 or world <= 1:
+            return []
+        out = []
+        for k in range(1, world):
+            other = self.path.with_name(f"{self.path.stem}.rank{k}{self.path.suffix}")
+            if other.exists() and is_run_file(other):
+                out.append(Run(other))
+        return out
+
+    def captured_batches(self) -> list[tuple[np.ndarray, ...]]:
+        """The input batches the loader tap stored (oldest first), as ``(x,)`` or ``(x, y)``
+        tuples of arrays for ``vd.show_batch``."""
+        rows = self._query("SELECT name, data FROM blobs WHERE name LIKE 'batch.%'")
+        order: dict[str, int] = {}
+        parts: dict[str, dict[int, np.ndarray]] = {}
+        for name, data in rows:
+            bits = name.split(".")
+            if len(bits) == 2:
+                order[bits[1]] = int(from_json(data, name).get("order", 0))
+            elif len(bits) == 3:
+                parts.setdefault(bits[1], {})[int(bits[2])] = from_npy(data, name)
+        slots = sorted((s for s in parts if s in order), key=order.__getitem__)
+        return [tuple(parts[s][i] for i in sorted(parts[s])) for s in slots]
+
+    # -- views -------------------------------------------------------------------------------
+    def dashboard(self, **options: Any) -> Any:
+        """The training dashboard of this run; it follows a run that is still being written."""
+        from ..views.dashboard import Dashboard
+
+        options.setdefault("live", not self.closed)
+        return Dashboard.from_session(self, **options)
+
+    def to_html(self) -> str:
+        """The dashboard as static HTML (used by ``vd.report``)."""
+        from ..views.dashboard import Dashboard
+
+        return Dashboard.from_session(self, live=False).to_html()
+
+    def _repr_html_(self) -> str:
+        return (f"<p class='vd-note'>{html.escape(repr(self))}</p>" + self.findings().to_html())
+
+    def __repr__(self) -> str:
+        return (f"<vizdebug Run {self.path.name}: {self.state}, last step {self.last_step}, "
+                f"{len(self.meta.get('module_paths', []))} modules, rank "
+                f"{self.meta.get('rank', 0)} of {self.meta.get('world_size', 1)}>")
+
+
+def open_run(path: str | os.PathLike) -> Run:
+    """Open a run stored by ``vd.watch(model, store=path)``.
+
+    ``path`` is the run file, or a folder (its newest run). The run may still be written
+    by another process: the Run reads what was committed, and its dashboard follows.
+
+    Examples
+    --------
+    >>> import torch, tempfile, os, vizdebug as vd
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.sqlite")
+    >>> model = torch.nn.Linear(3, 1)
+    >>> with vd.watch(model, store=path) as session:
+    ...     for step in range(3):
+    ...         session.log(loss=float(step))
+    >>> run = vd.open_run(path)
+    >>> run.state, run.scalars()["value"].tolist()
+    ('closed', [0.0, 1.0, 2.0])
+    """
+    return Run(_resolve(path))
