@@ -54,3 +54,14 @@ def test_demo_runs_and_flags_only_the_broken_augmentation(tmp_path):
     assert "blank-images" in text and "vd-cell" in text
     assert lines[1].strip().endswith("findings: none)")  # the sane pipeline is quiet
     assert "blank-images" in lines[3]
+    # the training section is drawn from the stored run file, which the CLI can report on
+    run_file = tmp_path / "demo.run.sqlite"
+    assert vd.open_run(run_file).state == "closed"
+    assert any("run stored in" in line for line in lines)
+    cli = [sys.executable, "-m", "vizdebug", "report"]
+    done = subprocess.run([*cli, str(run_file), "--out", str(tmp_path / "r.html")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Training dashboard" in (tmp_path / "r.html").read_text()
+    missing = subprocess.run([*cli, str(tmp_path / "nope.sqlite")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no run file" in missing.stderr

@@ -264,10 +264,14 @@ def test_another_process_follows_a_run_and_reads_it_after_a_kill(tmp_path):
         assert run.state == "running" and not run.closed
         first = run.last_step
         version = run.version
-        dash = run.dashboard(live=False)
-        assert "running" in dash.to_html()
+        assert "running" in run.dashboard(live=False).to_html()
         _wait_for(lambda: run.version != version and run.last_step > first)
         assert run.records().act_steps.size > 0
+        live = vd.open_run(path).dashboard()  # follows the file from its own thread
+        widget = live._build_widget()
+        start = widget.revision
+        _wait_for(lambda: widget.revision >= start + 2)
+        assert "running" in widget.status
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -276,6 +280,7 @@ def test_another_process_follows_a_run_and_reads_it_after_a_kill(tmp_path):
     run = vd.open_run(path)
     _wait_for(lambda: run.state == "interrupted", timeout=STALE_AFTER * 0.2 + 5)
     assert run.closed and "no write since" in run.failed
+    _wait_for(lambda: "interrupted: no write since" in widget.status)
     codes = run.findings().codes
     assert "run-interrupted" in codes
     assert run.scalars()["step"].max() == killed_at

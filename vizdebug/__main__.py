@@ -1,4 +1,9 @@
-"""Command line: ``python -m vizdebug demo [--out report.html] [--epochs N]``."""
+"""Command line.
+
+``python -m vizdebug demo [--out report.html] [--epochs N]``: the demo.
+``python -m vizdebug report RUN [--out report.html]``: a standalone report of a stored run
+(``vd.watch(model, store=RUN)``), e.g. of a job that crashed.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +18,25 @@ def main(argv: list[str] | None = None) -> int:
                                        "and write an HTML report")
     demo.add_argument("--out", default="vizdebug-demo-report.html", help="report path")
     demo.add_argument("--epochs", type=int, default=5)
+    rep = sub.add_parser("report", help="write an HTML report of a stored run")
+    rep.add_argument("run", help="run file (or folder: its newest run)")
+    rep.add_argument("--out", default=None, help="report path (default: RUN with .html)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
 
         run_demo(args.out, epochs=args.epochs)
+    elif args.command == "report":
+        from . import open_run, report
+        from .errors import VizdebugError
+
+        try:
+            run = open_run(args.run)
+        except VizdebugError as exc:
+            print(f"vizdebug report: {exc}", file=sys.stderr)
+            return 2
+        out = args.out or str(run.path.with_suffix(".html"))
+        print(f"{run!r}\nreport written to {report(run, out, title=f'vizdebug run {run.path.name}')}")
     return 0
 
 

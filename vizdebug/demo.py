@@ -172,7 +172,8 @@ def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
     parts.append(data_findings)
 
     echo(f"4. Training a small CNN for {epochs} epochs, watched (vd.watch + dashboard):")
-    parts.extend(training_step(train_loader, val_loader, epochs, echo))
+    store = Path(out).with_suffix(".run.sqlite")
+    parts.extend(training_step(train_loader, val_loader, epochs, echo, store=store))
 
     echo("5. Drift between training and validation features (compare_distributions):")
     parts.extend(drift_step(echo))
@@ -222,18 +223,24 @@ def drift_step(echo: Callable[[str], None]) -> list[Any]:
 
 # ---- training step (vd.watch): the run's dashboard and its diagnosis ---------------------
 
-def training_step(train_loader, val_loader, epochs: int,
-                  echo: Callable[[str], None]) -> list[Any]:
-    """Train the CNN with ``vd.watch`` attached; the session (static dashboard) and its
-    findings go into the report."""
+def training_step(train_loader, val_loader, epochs: int, echo: Callable[[str], None], *,
+                  store: str | Path | None = None) -> list[Any]:
+    """Train the CNN with ``vd.watch`` attached (writing the run to ``store`` when given);
+    the run's static dashboard and its findings go into the report. With a store, the
+    report is drawn from the file (``vd.open_run``), as it would be from another kernel."""
     import vizdebug as vd
 
     model = make_model()
-    with vd.watch(model, loader=train_loader) as session:
+    with vd.watch(model, loader=train_loader, store=store) as session:
         history = train(model, train_loader, val_loader, epochs=epochs, log=session.log)
     last = history[-1]
     echo(f"   validation accuracy {last['val_acc']:.3f}, loss {last['val_loss']:.3f}")
-    findings = session.findings()
+    source: Any = session
+    if store is not None:
+        source = vd.open_run(store)
+        echo(f"   run stored in {Path(store).resolve()} (read it with vd.open_run, or "
+             f"`python -m vizdebug report {Path(store).name}`)")
+    findings = source.findings()
     echo("   " + repr(findings).replace("\n", "\n   "))
-    session.title = "Training dashboard: a small CNN on digits"
-    return [session]  # the session's section carries its findings
+    source.title = "Training dashboard: a small CNN on digits"
+    return [source]  # the run's section carries its findings

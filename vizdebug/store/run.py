@@ -84,7 +84,6 @@ class Run:
     >>> run.findings()                          # doctest: +SKIP
     """
 
-    title = "vizdebug stored run"
     uses_plotly = True
 
     def __init__(self, path: Path) -> None:
@@ -99,6 +98,7 @@ class Run:
                 f"{str(path)!r} was written by a newer vizdebug (format "
                 f"{self.meta.get('format_version')}); upgrade vizdebug to read it")
         self.system = _SystemArray(np.empty((0, 4)))
+        self.title = f"Stored run {path.name}"
 
     # -- the file -------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:

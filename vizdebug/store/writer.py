@@ -338,6 +338,10 @@ class RunWriter:
     def _close_connection(self) -> None:
         self.closed = True
         _OPEN.discard(self)
+        # A finished run becomes one self-contained file (no -wal/-shm beside it) to copy
+        # or share; while a reader holds it open this fails, harmlessly, and WAL stays.
+        with contextlib.suppress(Exception):
+            self._conn.execute("PRAGMA journal_mode=DELETE")
         with contextlib.suppress(Exception):
             self._conn.close()
 

@@ -93,8 +93,9 @@ def _status(source: TrainingSource, rec: TrainingRecords) -> str:
     steps = [int(s.max()) + 1 for s, _ in rec.scalars.values() if s.size]
     step = max(steps) if steps else 0
     state = "closed" if source.closed else "running"
-    if source.failed:
-        state = f"failed: {source.failed}"
+    if source.failed:  # a stored run whose writer died is "interrupted", not failed
+        kind = "interrupted" if getattr(source, "state", "") == "interrupted" else "failed"
+        state = f"{kind}: {source.failed}"
     return f"step {step} · {state} · {len(rec.module_paths)} modules watched"
 
 

@@ -1,0 +1,156 @@
+"""Stored runs (``watch(model, store=path)``, ``open_run``) vs TensorBoard's event files.
+
+Two parts, each interleaving the configurations in every repeat:
+
+1. **Training overhead.** The digits CNN of ``bench_overhead.py`` trained through a real
+   DataLoader: plain loop; ``watch`` defaults; ``watch`` defaults writing a run file;
+   TensorBoard ``SummaryWriter.add_scalar`` of the loss every step (what people do to keep
+   a run on disk). CPU time of the process (writer threads included), ratio to plain.
+2. **Logging and reading back many points.** 3 metrics x ``--points`` steps written with
+   ``session.log`` + the store, and with ``add_scalar``; then read back with
+   ``open_run(path).scalars()`` and with TensorBoard's ``EventAccumulator`` (all points).
+
+    python benchmarks/bench_store.py                 # 5 repeats x 300 steps, 100k points
+    python benchmarks/bench_store.py --repeats 3 --steps 200 --points 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+from bench_overhead import CLOCK, make_loader, make_model
+from torch import nn
+
+import vizdebug as vd
+
+
+def train(kind: str, steps: int, workdir: str) -> float:
+    """CPU seconds per step of one configuration."""
+    model, loader = make_model(), make_loader()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    session = writer = None
+    if kind == "watch":
+        session = vd.watch(model, loader=loader)
+    elif kind == "watch+store":
+        session = vd.watch(model, loader=loader, store=os.path.join(workdir, f"r{time.time_ns()}.sqlite"))
+    elif kind == "tensorboard":
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(os.path.join(workdir, f"tb{time.time_ns()}"))
+    done, start = 0, CLOCK()
+    while done < steps:
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if session is not None:
+                session.log(loss=loss)
+            elif writer is not None:
+                writer.add_scalar("loss", loss.item(), done)
+            done += 1
+            if done == steps:
+                break
+    if session is not None:
+        session.close()  # the last write is part of the cost
+    if writer is not None:
+        writer.close()
+    return (CLOCK() - start) / steps
+
+
+def overhead(repeats: int, steps: int) -> dict[str, list[float]]:
+    kinds = ["plain", "watch", "watch+store", "tensorboard"]
+    ratios: dict[str, list[float]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as workdir:
+        train("watch+store", 30, workdir)  # warm up imports and caches
+        train("tensorboard", 30, workdir)
+        for r in range(repeats):
+            order = kinds[r % len(kinds):] + kinds[: r % len(kinds)]
+            times = {k: train(k, steps, workdir) for k in order}
+            for k in kinds:
+                ratios[k].append(times[k] / times["plain"])
+            print(f"  repeat {r + 1}: plain {times['plain'] * 1e3:.2f} ms/step; "
+                  + ", ".join(f"{k} {ratios[k][-1]:.3f}x" for k in kinds[1:]), flush=True)
+    return ratios
+
+
+def many_points(n: int) -> dict[str, float]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter
+
+    names = ("loss", "acc", "lr")
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        path = os.path.join(workdir, "run.sqlite")
+        start = time.perf_counter()
+        session = vd.watch(nn.Linear(2, 2), store=path)
+        for step in range(n):
+            session.log(loss=1.0 / (step + 1), acc=step / n, lr=0.1)
+        session.close()
+        out["vizdebug write s"] = time.perf_counter() - start
+
+        tb_dir = os.path.join(workdir, "tb")
+        start = time.perf_counter()
+        writer = SummaryWriter(tb_dir)
+        for step in range(n):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+            writer.add_scalar("acc", step / n, step)
+            writer.add_scalar("lr", 0.1, step)
+        writer.close()
+        out["tensorboard write s"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        df = vd.open_run(path).scalars()
+        out["vizdebug read s"] = time.perf_counter() - start
+        assert len(df) == 3 * n, len(df)
+
+        start = time.perf_counter()
+        acc = EventAccumulator(tb_dir, size_guidance={"scalars": 0})
+        acc.Reload()
+        points = sum(len(acc.Scalars(name)) for name in names)
+        out["tensorboard read s"] = time.perf_counter() - start
+        assert points == 3 * n, points
+        out["vizdebug file MB"] = os.path.getsize(path) / 2**20
+        out["tensorboard file MB"] = sum(f.stat().st_size for f in Path(tb_dir).rglob("*")
+                                         if f.is_file()) / 2**20
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--points", type=int, default=100_000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    print(f"training overhead: {args.repeats} repeats x {args.steps} steps (CPU time, ratio "
+          "to the plain loop in the same repeat)", flush=True)
+    ratios = overhead(args.repeats, args.steps)
+    print("\n| configuration | median ratio | range |\n|---|---|---|")
+    for k, values in ratios.items():
+        if k != "plain":
+            print(f"| {k} | {statistics.median(values):.3f}x | "
+                  f"{min(values):.3f}-{max(values):.3f} |")
+
+    print(f"\n3 metrics x {args.points} steps, written then read back (wall time, one run)",
+          flush=True)
+    res = many_points(args.points)
+    print("\n| | vizdebug store | TensorBoard | ratio |\n|---|---|---|---|")
+    for what in ("write s", "read s", "file MB"):
+        a, b = res[f"vizdebug {what}"], res[f"tensorboard {what}"]
+        print(f"| {what} | {a:.2f} | {b:.2f} | {a / b:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
