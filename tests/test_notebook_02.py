@@ -75,3 +75,10 @@ def test_captured_batch_and_report(executed):
                                          if "vd.report" in c.source)))
     path = report.split("PosixPath('")[1].split("'")[0]
     assert Path(path).exists() and Path(path).stat().st_size > 1_000_000
+
+
+def test_the_stored_run_reads_back_with_the_same_diagnosis(executed):
+    cell = next(c for c in executed.cells if c.cell_type == "code" and "vd.open_run" in c.source)
+    found = text(cell.outputs)
+    assert "<vizdebug Run vizdebug-02-bad-run.sqlite: closed" in found
+    assert "ERROR nonfinite-activation [0]" in found and "ERROR nonfinite-loss [loss]" in found
