@@ -327,3 +327,23 @@ def test_each_rank_of_a_gloo_job_is_stored_and_read_together(tmp_path):
     per_rank = df.pivot_table(index="step", columns="rank", values="value")
     assert per_rank.shape == (6, 2)
     assert not np.allclose(per_rank[0], per_rank[1])  # each rank saw its own batches
+
+
+def test_a_long_series_reads_bounded_with_its_spikes_and_nans(tmp_path, monkeypatch):
+    from vizdebug.store import run as run_module
+
+    monkeypatch.setattr(run_module, "MAX_POINTS", 200)
+    path = tmp_path / "long.sqlite"
+    values = np.sin(np.arange(5000) / 50.0)
+    values[1234] = 40.0      # one spike
+    values[3000:3003] = np.nan
+    with vd.watch(torch.nn.Linear(2, 2), store=path) as session:
+        for v in values:
+            session.log(loss=float(v))
+    run = vd.open_run(path)
+    steps, got = run.records().scalars["loss"]
+    assert steps.size <= 200 + 20 and np.all(np.diff(steps) > 0)
+    assert 1234 in steps.tolist() and got[steps.tolist().index(1234)] == 40.0
+    assert {3000, 3001, 3002} <= set(steps[np.isnan(got)].tolist())
+    assert np.nanmin(got) == np.min(values[np.isfinite(values)])
+    assert len(run.scalars()) == 5000  # scalars() still has every point

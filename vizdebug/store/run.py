@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MAX_SAMPLES = 4000  # sampled rows kept in memory per kind (evenly thinned, non-finite kept)
+MAX_POINTS = 20_000  # points per metric for the rules and the dashboard (as a live session)
 STALE_AFTER = 5.0   # heartbeats missed before a "running" run counts as interrupted
 
 
@@ -190,24 +191,42 @@ class Run:
         )
 
     def _series(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        rows = self._query("SELECT name, step, value, time FROM scalars ORDER BY name, step, rowid")
-        out: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        if not rows:
-            return out
-        names = [r[0] for r in rows]
-        steps = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        values = np.array([np.nan if r[2] is None else r[2] for r in rows], dtype=float)
-        times = np.fromiter((r[3] for r in rows), dtype=float, count=len(rows))
-        start = 0
-        for i in range(1, len(rows) + 1):
-            if i == len(rows) or names[i] != names[start]:
-                out[names[start]] = (steps[start:i], values[start:i], times[start:i])
-                start = i
-        order = self._first_logged()
-        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], 1 << 62)))
+        """Each metric's ``(step, value, time)``, at most about ``MAX_POINTS`` points: a
+        longer series is read as the min and the max of each step bucket (SQLite returns
+        the row that holds a bucket's min/max), plus its first non-finite points, so
+        spikes and NaNs stay visible and a million-step run reads in bounded memory."""
+        conn = self._connect()
+        try:
+            names = conn.execute(
+                "SELECT name, count(*), min(step), max(step) FROM scalars GROUP BY name "
+                "ORDER BY min(rowid)").fetchall()
+            return {name: self._one_series(conn, name, n, lo, hi) for name, n, lo, hi in names}
+        except sqlite3.DatabaseError as exc:
+            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
+        finally:
+            conn.close()
 
-    def _first_logged(self) -> dict[str, int]:
-        return dict(self._query("SELECT name, min(rowid) FROM scalars GROUP BY name"))
+    @staticmethod
+    def _one_series(conn: sqlite3.Connection, name: str, n: int, lo: int,
+                    hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if n <= MAX_POINTS:
+            rows = conn.execute("SELECT step, value, time FROM scalars WHERE name=? "
+                                "ORDER BY step, rowid", (name,)).fetchall()
+        else:
+            width = max(1, -(-(hi - lo + 1) // (MAX_POINTS // 2)))
+            rows = []
+            for agg in ("min", "max"):
+                rows += conn.execute(
+                    f"SELECT step, {agg}(value), time FROM scalars WHERE name=? AND value IS "
+                    "NOT NULL GROUP BY (step - ?) / ?", (name, lo, width)).fetchall()
+            rows += conn.execute("SELECT step, value, time FROM scalars WHERE name=? AND value "
+                                 "IS NULL ORDER BY step LIMIT ?", (name, MAX_POINTS // 10)).fetchall()
+            rows = sorted(set(rows), key=lambda r: r[0])
+        steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        values = np.fromiter((np.nan if r[1] is None else r[1] for r in rows), dtype=float,
+                             count=len(rows))
+        times = np.fromiter((r[2] for r in rows), dtype=float, count=len(rows))
+        return steps, values, times
 
     def _samples(self, kind: str, width: int) -> tuple[np.ndarray, np.ndarray]:
         rows = self._query("SELECT steps, rows FROM samples WHERE kind=? ORDER BY first_step, "
