@@ -347,3 +347,17 @@ def test_a_long_series_reads_bounded_with_its_spikes_and_nans(tmp_path, monkeypa
     assert {3000, 3001, 3002} <= set(steps[np.isnan(got)].tolist())
     assert np.nanmin(got) == np.min(values[np.isfinite(values)])
     assert len(run.scalars()) == 5000  # scalars() still has every point
+
+
+def test_a_run_that_raised_is_stored_as_failed_with_the_reason(tmp_path):
+    path = tmp_path / "failed.sqlite"
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+    x = torch.randn(4, 3)
+    x[0, 0] = float("nan")
+    with pytest.raises(vd.AnomalyError), vd.watch(model, store=path, on_anomaly="raise") as s:
+        s.log(loss=1.0)
+        model(x)
+    run = vd.open_run(path)
+    assert run.state == "failed" and run.closed
+    assert "WatchAnomaly" in run.failed and "'0' (Linear)" in run.failed
+    assert "nonfinite-activation" in run.findings().codes
