@@ -33,6 +33,8 @@ from torch import nn
 
 import vizdebug as vd
 
+WRITER_SHARE: list[float] = []  # writer CPU / process CPU, per watch+store run
+
 
 def train(kind: str, steps: int, workdir: str) -> float:
     """CPU seconds per step of one configuration."""
@@ -65,7 +67,10 @@ def train(kind: str, steps: int, workdir: str) -> float:
         session.close()  # the last write is part of the cost
     if writer is not None:
         writer.close()
-    return (CLOCK() - start) / steps
+    spent = CLOCK() - start
+    if session is not None and session.store is not None:
+        WRITER_SHARE.append(session.store.cpu_seconds / spent)
+    return spent / steps
 
 
 def overhead(repeats: int, steps: int) -> dict[str, list[float]]:
@@ -143,6 +148,9 @@ def main() -> None:
             print(f"| {k} | {statistics.median(values):.3f}x | "
                   f"{min(values):.3f}-{max(values):.3f} |")
 
+    print(f"\nthe store's writer thread used {statistics.median(WRITER_SHARE) * 100:.2f}% of "
+          f"the process CPU time (median over runs; range {min(WRITER_SHARE) * 100:.2f}-"
+          f"{max(WRITER_SHARE) * 100:.2f}%)")
     print(f"\n3 metrics x {args.points} steps, written then read back (wall time, one run)",
           flush=True)
     res = many_points(args.points)

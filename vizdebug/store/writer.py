@@ -151,6 +151,7 @@ class RunWriter:
         self._captured_ids: set[int] = set()
         self._paths_written: tuple[int, int] = (-1, -1)
         self.ticks = 0
+        self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
         self.closed = False
         self._stop = threading.Event()
         _prepare(path)
@@ -213,6 +214,7 @@ class RunWriter:
         with self._lock:
             if self.closed:
                 return
+            start = time.thread_time()
             try:
                 self._tick(session, final_state)
             except Exception as exc:
@@ -220,6 +222,7 @@ class RunWriter:
                     self._conn.execute("ROLLBACK")
                 if session is not None:
                     session._on_error("the run store", exc)
+            self.cpu_seconds += time.thread_time() - start
             if final_state is not None:
                 self._close_connection()
 
