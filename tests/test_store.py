@@ -361,3 +361,24 @@ def test_a_run_that_raised_is_stored_as_failed_with_the_reason(tmp_path):
     assert run.state == "failed" and run.closed
     assert "WatchAnomaly" in run.failed and "'0' (Linear)" in run.failed
     assert "nonfinite-activation" in run.findings().codes
+
+
+def test_loader_worker_processes_never_touch_the_run_file(tmp_path):
+    path = tmp_path / "workers.sqlite"
+    cfg = RunConfig(epochs=1, n_train=512)
+    from .digits_runs import build
+
+    model, loader, _, opt = build(cfg)
+    loader = torch.utils.data.DataLoader(loader.dataset, batch_size=64, num_workers=2)
+    with vd.watch(model, loader=loader, store=path) as session:
+        for _ in range(2):  # two epochs: worker processes start and exit twice
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                session.log(loss=loss)
+        assert vd.open_run(path).state == "running"
+    run = vd.open_run(path)
+    assert run.state == "closed" and len(run.scalars()) == 16
+    assert run.records().loader["batches"] == 16

@@ -151,6 +151,7 @@ class RunWriter:
         self._captured_ids: set[int] = set()
         self._paths_written: tuple[int, int] = (-1, -1)
         self.ticks = 0
+        self._pid = os.getpid()  # a forked child (a DataLoader worker) must never write
         self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
         self.closed = False
         self._stop = threading.Event()
@@ -210,6 +211,8 @@ class RunWriter:
     # -- one write --------------------------------------------------------------------------------
     def tick(self, *, final_state: str | None = None) -> None:
         """Write what arrived since the last write, in one transaction (any thread)."""
+        if os.getpid() != self._pid:
+            return
         session = self._session()
         with self._lock:
             if self.closed:
