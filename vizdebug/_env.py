@@ -49,3 +49,21 @@ def is_tensor(obj: object) -> bool:
     """True for a torch tensor, without importing torch."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def distributed_rank() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process in a ``torch.distributed`` job, else ``(0, 1)``.
+
+    torch is only looked at when it is already imported (never imported here).
+
+    >>> distributed_rank()
+    (0, 1)
+    """
+    torch = sys.modules.get("torch")
+    try:
+        dist = torch.distributed if torch is not None else None
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank()), int(dist.get_world_size())
+    except Exception:
+        pass
+    return 0, 1

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._env import distributed_rank
 from ..analysis.training import TrainingRecords, diagnose
 from ..errors import VizdebugTypeError, describe
 from ..findings import Findings
@@ -36,17 +37,6 @@ if TYPE_CHECKING:
 
 DEFAULT_EVERY = "auto"
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _rank() -> int:
-    torch = sys.modules.get("torch")
-    try:
-        dist = torch.distributed if torch is not None else None
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank())
-    except Exception:
-        pass
-    return 0
 
 
 def _check_model(model: object) -> None:
@@ -81,7 +71,7 @@ class Session:
                  store_interval: float | None = None) -> None:
         self.every = every
         self.policy = policy
-        self.rank = _rank()
+        self.rank = distributed_rank()[0]
         store_file = store_path(store, self.rank) if store is not None else None
         self.log_store = ScalarLog()
         self._errors: dict[tuple[str, str], int] = {}

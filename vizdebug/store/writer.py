@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._env import distributed_rank
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, is_run_file, to_json, to_npy
 
@@ -87,17 +88,6 @@ def _prepare(path: Path) -> None:
         for extra in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             with contextlib.suppress(FileNotFoundError):
                 extra.unlink()
-
-
-def _world_size() -> int:
-    torch = sys.modules.get("torch")
-    try:
-        dist = torch.distributed if torch is not None else None
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_world_size())
-    except Exception:
-        pass
-    return 1
 
 
 def _numpy(value: Any) -> np.ndarray | None:
@@ -191,7 +181,7 @@ class RunWriter:
             "pid": os.getpid(), "host": platform.node(), "argv": list(sys.argv),
             "python": platform.python_version(),
             "torch": getattr(torch, "__version__", None), "numpy": np.__version__,
-            "rank": session.rank, "world_size": _world_size(),
+            "rank": session.rank, "world_size": distributed_rank()[1],
             "model_class": type(model).__name__ if model is not None else None,
             "every": session.every, "param_numel": list(session.param_numel),
             **self._paths(session),
