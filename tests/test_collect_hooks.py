@@ -222,6 +222,7 @@ def test_collector_error_becomes_a_finding_and_training_goes_on(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(hooks_module, "activation_sample", broken)
+    monkeypatch.setattr(hooks_module, "activation_sample_cpu", broken)
     model = mlp()
     with vd.watch(model, every=1) as session:
         train_steps(model, 4, session)

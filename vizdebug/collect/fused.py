@@ -25,11 +25,19 @@ def at_end_of_backward(callback: Callable[[], None]) -> None:
 
 
 def norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """float32 L2 norms, fused when the tensors allow it."""
+    """float32 L2 norms (accumulated in float32 whatever the input dtype), fused when the
+    tensors allow it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> [n.item() for n in norms([torch.ones(4), torch.full((2,), 1e4, dtype=torch.half)])]
+    [2.0, 14142.1357421875]
+    """
     import torch
 
     try:
-        return [n.float() for n in torch._foreach_norm(tensors)]
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
     except (AttributeError, RuntimeError, TypeError):
         return [torch.linalg.vector_norm(t, dtype=torch.float32) for t in tensors]
 

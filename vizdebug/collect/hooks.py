@@ -34,9 +34,11 @@ from .samples import SampleBuffer
 from .sampling import StepSampler
 from .stats import (
     ACTIVATION_FIELDS,
+    CpuActivationSample,
     activation_sample,
-    activation_stats_numpy,
+    activation_sample_cpu,
     batch_activation_stats,
+    cpu_activation_rows,
     describe_tensor,
     first_tensor,
 )
@@ -45,6 +47,10 @@ if TYPE_CHECKING:
     import torch
 
 GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
+# Sealed steps are read in batches once the oldest is this many steps old: reading costs
+# a fixed two dozen numpy calls, run with caches cold from the training step (~3x their
+# warm cost), so with every=1 reading 8 steps at once costs about what one step did.
+READ_AFTER = 8
 # Shape-only modules repeat their input's statistics: not worth a sample.
 _RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
 ErrorSink = Callable[[str, BaseException], None]
@@ -120,11 +126,16 @@ class ModelHooks:
     # -- registration -------------------------------------------------------------------
     def _attach(self) -> None:
         add = self.step_handles.append
+        # A None input is checked before forward only where it must stop there (raise,
+        # pdb); otherwise the forward hook sees the same inputs after forward (one Python
+        # hook per module instead of two), and a crash on None is named by the root hook.
+        before = self.policy.immediate
         for idx, ref in enumerate(self._leaves):
             module = ref()
             if module is not None:
-                add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
-                add(module.register_forward_hook(self._make_forward_hook(idx)))
+                if before:
+                    add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
+                add(module.register_forward_hook(self._make_forward_hook(idx, module)))
         for path, ref in self._containers:
             module = ref()
             if module is not None:
@@ -214,21 +225,35 @@ class ModelHooks:
                     self._input_none(idx, position)
         return pre_hook
 
-    def _make_forward_hook(self, idx: int) -> Callable:
+    def _make_forward_hook(self, idx: int, module: torch.nn.Module) -> Callable:
+        immediate = self.policy.immediate
+        cls = self.module_classes[idx]
+        skip = cls in _RESHAPES
+        nonneg = _nonnegative_type(module)
+
         def forward_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
             try:
+                if not immediate:  # (raise/pdb check in a pre-hook)
+                    for position, arg in enumerate(inputs):
+                        if arg is None:
+                            self._input_none(idx, position)
                 if output is None:
                     self._none_source = self.module_paths[idx]
                     return
-                if self.policy.immediate:
+                if immediate:
                     self._check_finite(idx, inputs, output)
-                if self.sampling and not self._eval and self._current is not None:
-                    start = self.sampler.clock()
+                current = self._current
+                if self.sampling and not self._eval and current is not None and not skip:
+                    sampler = self.sampler
+                    start = sampler.clock()
                     tensor = first_tensor(output)
-                    if tensor is not None and self.module_classes[idx] not in _RESHAPES:
-                        sample = activation_sample(tensor, self.module_classes[idx])
-                        self._current.act.append((idx, sample))
-                    self.sampler.charge(self.sampler.clock() - start)
+                    if tensor is not None:
+                        sample = None
+                        if tensor.is_cpu:
+                            sample = activation_sample_cpu(
+                                tensor, cls, nonneg and _unaltered_output(module))
+                        current.act.append((idx, sample or activation_sample(tensor, cls)))
+                    sampler.charge(sampler.clock() - start)
             except WatchAnomaly:
                 raise
             except Exception as exc:
@@ -319,7 +344,7 @@ class ModelHooks:
             current, self._current = self._current, None
             if current is not None:
                 self._sealed.append(self._stack(current))
-            if len(self._sealed) > 1:
+            if len(self._sealed) > 1 and self.step - self._sealed[0][0] > READ_AFTER:
                 self._read(self._sealed[:-1])
                 self._sealed = self._sealed[-1:]
             return current is not None
@@ -331,9 +356,10 @@ class ModelHooks:
         if pending.act:
             idx = [i for i, _ in pending.act]
             samples = [s for _, s in pending.act]
-            if samples[0].values.device.type == "cpu":
+            if all(isinstance(s, CpuActivationSample) or s.values.is_cpu for s in samples):
                 act = (idx, samples)  # reduced with numpy when read: cheaper on the CPU
             else:
+                samples = [_to_torch(s) for s in samples]
                 classes = [self.module_classes[i] for i in idx]
                 act = (idx, batch_activation_stats(samples, classes))
         grad = None
@@ -346,30 +372,48 @@ class ModelHooks:
                 if any(p is None for p in now):
                     return pending.step, act, None
                 updates = norms(differences([p.detach() for p in now], pending.before))
-                # One stack of the three norm lists, (3, k): read transposed in _read.
-                grad = (idx, torch.stack(pending.grad_norm + pending.weight_norm + updates)
-                        .reshape(len(GRAD_FIELDS), -1))
+                # The three norm lists, stacked with other steps' when read (_grad_rows).
+                grad = (idx, pending.grad_norm + pending.weight_norm + updates)
         return pending.step, act, grad
 
-    def _activation_rows(self, idx: np.ndarray, stats: Any) -> np.ndarray:
-        if isinstance(stats, list):
-            return np.stack([activation_stats_numpy(s, self.module_classes[i])
-                             for i, s in zip(idx, stats)])
-        return stats.double().cpu().numpy()
+    @staticmethod
+    def _grad_rows(sealed: list[tuple[int, Any, Any]]) -> Any:
+        """Each sealed step's ``(k, 3)`` gradient norms: one stack and one read for all."""
+        lists = [grad[1] for _, _, grad in sealed if grad is not None]
+        if not lists:
+            return iter(())
+        import torch
+
+        flat = torch.stack([n for norms_ in lists for n in norms_]).double().cpu().numpy()
+        parts = np.split(flat, np.cumsum([len(norms_) for norms_ in lists])[:-1])
+        return (part.reshape(len(GRAD_FIELDS), -1).T for part in parts)
+
+    def _cpu_rows(self, sealed: list[tuple[int, Any, Any]]) -> Any:
+        """The rows of every CPU-sampled step in ``sealed``, reduced in one call."""
+        acts = [act for _, act, _ in sealed if act is not None and isinstance(act[1], list)]
+        if not acts:
+            return iter(())
+        classes = self.module_classes
+        rows = cpu_activation_rows([s for _, samples in acts for s in samples],
+                                   [classes[i] for idx, _ in acts for i in idx])
+        return iter(np.split(rows, np.cumsum([len(idx) for idx, _ in acts])[:-1]))
 
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
         width = len(ACTIVATION_FIELDS) + 1
+        cpu_rows = self._cpu_rows(sealed)
+        grad_rows = self._grad_rows(sealed)
         for step, act, grad in sealed:
             if act is not None:
                 idx = np.asarray(act[0])
-                stats = self._activation_rows(idx, act[1])
+                stats = (next(cpu_rows) if isinstance(act[1], list)
+                         else act[1].double().cpu().numpy())
                 row = np.full((len(self.module_paths), width), np.nan)
                 row[idx, :-1] = stats
                 row[idx, -1] = np.arange(idx.size)  # execution order within the step
                 self.activations.append(step, row)
                 self._note_nonfinite(step, row)
             if grad is not None:
-                idx, norms = grad[0], grad[1].double().cpu().numpy().T
+                idx, norms = grad[0], next(grad_rows)
                 row = np.full((len(self.param_paths), len(GRAD_FIELDS)), np.nan)
                 row[idx] = norms
                 row[idx, 2] = norms[:, 2] / np.where(norms[:, 1] > 0, norms[:, 1], np.nan)
@@ -405,6 +449,37 @@ class ModelHooks:
         with self._lock:
             sealed, self._sealed = self._sealed, []
             self._read(sealed)
+
+
+def _nonnegative_type(module: Any) -> bool:
+    """A module whose output holds no negative value, by its exact (torch) type."""
+    import torch.nn as nn
+
+    return type(module) in (nn.ReLU, nn.ReLU6, nn.Sigmoid, nn.Hardsigmoid, nn.Softmax)
+
+
+def _unaltered_output(module: Any) -> bool:
+    """No other forward hook (which could replace the output) and no patched forward."""
+    return (len(module._forward_hooks) == 1 and not _global_hooks()
+            and "forward" not in module.__dict__)
+
+
+def _global_hooks() -> Any:
+    return sys.modules["torch.nn.modules.module"]._global_forward_hooks
+
+
+def _to_torch(sample: Any) -> Any:
+    """A :class:`CpuActivationSample` as an :class:`ActivationSample` (a model on several
+    devices: its samples are reduced together in torch)."""
+    if not isinstance(sample, CpuActivationSample):
+        return sample
+    import torch
+
+    from .stats import ActivationSample, _unit_maxima
+
+    unit_max = torch.from_numpy(_unit_maxima(sample)).float()
+    return ActivationSample(torch.from_numpy(sample.values).float(), unit_max, sample.numel,
+                            True)
 
 
 def _caller_frame() -> Any:

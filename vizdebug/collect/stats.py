@@ -10,6 +10,7 @@ channel matters."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -139,8 +140,13 @@ def activation_stats_numpy(sample: ActivationSample, module_class: str) -> np.nd
     >>> float(s[ACTIVATION_FIELDS.index("dead")])
     1.0
     """
-    v = sample.values.numpy()
     u = sample.unit_max.numpy()
+    return _row(_value_stats(sample.values.numpy(), module_class), u, sample.has_units,
+                sample.numel)
+
+
+def _value_stats(v: np.ndarray, module_class: str) -> tuple[float, float, float, float]:
+    """Mean, std, share of zeros and of saturated values of one subsample."""
     total = float(v.sum(dtype=np.float64))
     if not math.isfinite(total):  # rare: drop NaNs (as torch.nanmean does)
         v = v[~np.isnan(v)]
@@ -154,11 +160,155 @@ def activation_stats_numpy(sample: ActivationSample, module_class: str) -> np.nd
         saturated = np.count_nonzero((v < 0.01) | (v > 0.99)) / count
     else:
         saturated = np.count_nonzero(mag > _BOUNDED.get(module_class, 5.0)) / count
-    dead = np.count_nonzero(u <= DEAD_EPS) / max(u.size, 1) if sample.has_units else 0.0
+    zero = (count - np.count_nonzero(mag)) / count if v.size else 0.0
+    return mean, std, zero, saturated
+
+
+def _row(values: tuple[float, float, float, float], u: np.ndarray, has_units: bool,
+         numel: int) -> np.ndarray:
+    """One :data:`ACTIVATION_FIELDS` row from the value statistics and the unit maxima."""
+    mean, std, zero, saturated = values
+    dead = np.count_nonzero(u <= DEAD_EPS) / max(u.size, 1) if has_units else 0.0
     absmax = float(u.max()) if u.size else math.nan
-    return np.array([mean, std, (count - np.count_nonzero(mag)) / count if v.size else 0.0,
-                     dead, saturated, float(not math.isfinite(absmax)), absmax,
-                     float(sample.numel)])
+    return np.array([mean, std, zero, dead, saturated, float(not math.isfinite(absmax)),
+                     absmax, float(numel)])
+
+
+class CpuActivationSample(NamedTuple):
+    """:class:`ActivationSample` on the CPU, cheaper to take: the subsample is a numpy copy,
+    and the per-unit maxima are left as the max and the min over the batch dimension (two
+    torch reductions in the hook, the small rest in numpy when read)."""
+
+    values: np.ndarray
+    hi: torch.Tensor
+    lo: torch.Tensor | None  # None: the output cannot be negative (then max |a| = max a)
+    numel: int
+    unit_dim: int  # the dimension of ``hi``/``lo`` that indexes units
+
+
+_NUMPY_DTYPES: tuple = ()
+
+
+def activation_sample_cpu(output: torch.Tensor, module_class: str,
+                          nonnegative: bool = False) -> CpuActivationSample | None:
+    """:func:`activation_sample` for a contiguous float32/float64 CPU tensor with a batch
+    dimension (else ``None``: use :func:`activation_sample`). The same values are kept:
+    the strided subsample, and what the unit maxima are computed from. ``nonnegative``:
+    the caller knows the output holds no negative value (a ``ReLU``'s), so the min over
+    the batch is not needed (NaN still propagates through the max).
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = activation_sample_cpu(torch.zeros(4, 3), "ReLU")
+    >>> float(cpu_activation_rows([s], ["ReLU"])[0, ACTIVATION_FIELDS.index("dead")])
+    1.0
+    """
+    global _NUMPY_DTYPES
+    if not _NUMPY_DTYPES:
+        import torch
+
+        _NUMPY_DTYPES = (torch.float32, torch.float64)
+    x = output.detach()
+    if x.dtype not in _NUMPY_DTYPES or not x.is_cpu or not x.is_contiguous():
+        return None
+    dim = _unit_dim(x, module_class)
+    if dim is None:
+        return None
+    n = x.numel()
+    step = max(1, n // SUBSAMPLE)
+    values = x.numpy().reshape(-1)[: step * SUBSAMPLE: step].copy()
+    return CpuActivationSample(values, x.amax(0), None if nonnegative else x.amin(0), n,
+                               dim - 1)
+
+
+def _unit_maxima(sample: CpuActivationSample) -> np.ndarray:
+    """Per-unit ``max |a|`` = ``max(max a, -min a)`` over the batch (NaN propagates)."""
+    hi = sample.hi.numpy()
+    u = np.abs(hi) if sample.lo is None else np.maximum(hi, np.negative(sample.lo.numpy()))
+    if u.ndim > 1:
+        if sample.unit_dim == 0:
+            return u.reshape(u.shape[0], -1).max(1)
+        return u.max(axis=tuple(d for d in range(u.ndim) if d != sample.unit_dim))
+    return u
+
+
+class _Layout(NamedTuple):
+    """Index arrays for reducing the samples of one step together (cached per layout)."""
+
+    starts: np.ndarray  # where each module's subsample starts in the concatenation
+    lens: np.ndarray
+    dof: np.ndarray  # max(len - 1, 1)
+    limits: np.ndarray  # each value's saturation limit
+    unit_rows: list[int]  # rows of Sigmoid-like modules (saturation near 0 and 1)
+    unit_starts: np.ndarray  # where each unit starts in the concatenated maxima
+    module_starts: np.ndarray  # where each module's units start among all units
+    units: np.ndarray  # units per module
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(key: tuple) -> _Layout:
+    lens = np.array([size for size, _, _, _ in key], dtype=np.intp)
+    starts = np.cumsum(lens) - lens
+    limits = np.repeat(np.array([_BOUNDED.get(cls, 5.0) for _, _, cls, _ in key],
+                                dtype=key[0][3]), lens)
+    unit_rows = [j for j, (_, _, cls, _) in enumerate(key) if cls in _UNIT]
+    units = np.array([shape[0] for _, shape, _, _ in key], dtype=np.intp)
+    per_unit = [math.prod(shape) // shape[0] for _, shape, _, _ in key]
+    offsets = np.cumsum(units * per_unit) - units * per_unit
+    unit_starts = np.concatenate([off + np.arange(n) * k
+                                  for off, n, k in zip(offsets, units, per_unit)])
+    return _Layout(starts, lens, np.maximum(lens - 1, 1), limits, unit_rows, unit_starts,
+                   np.cumsum(units) - units, units)
+
+
+def cpu_activation_rows(samples: list[Any], classes: list[str]) -> np.ndarray:
+    """:data:`ACTIVATION_FIELDS` rows (``(M, 8)``) for CPU samples of either kind.
+
+    The samples of all modules are concatenated and reduced segment by segment
+    (``np.add.reduceat``, ``np.maximum.reduceat``): about twenty numpy calls for the
+    whole step instead of a dozen per module. Mean and std are computed in float64. A
+    subsample that sums to NaN/inf goes through :func:`activation_stats_numpy`'s path.
+    """
+    out = np.empty((len(samples), len(ACTIVATION_FIELDS)))
+    flat = []
+    for i, (s, cls) in enumerate(zip(samples, classes)):
+        if isinstance(s, CpuActivationSample) and s.unit_dim == 0:
+            flat.append(i)
+        elif isinstance(s, CpuActivationSample):
+            out[i] = _row(_value_stats(s.values, cls), _unit_maxima(s), True, s.numel)
+        else:
+            out[i] = activation_stats_numpy(s, cls)
+    if flat:
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf outputs: no warnings
+            out[flat] = _flat_rows([samples[i] for i in flat], [classes[i] for i in flat])
+    return out
+
+
+def _flat_rows(fs: list[CpuActivationSample], classes: list[str]) -> np.ndarray:
+    values = np.concatenate([s.values for s in fs])
+    lay = _layout(tuple((s.values.size, tuple(s.hi.shape), cls, values.dtype.str)
+                        for s, cls in zip(fs, classes)))
+    sums = np.add.reduceat(values, lay.starts, dtype=np.float64)
+    mean = sums / lay.lens
+    centred = values - np.repeat(mean, lay.lens)
+    std = np.sqrt(np.add.reduceat(centred * centred, lay.starts) / lay.dof)
+    mag = np.abs(values)
+    zero = np.add.reduceat(mag == 0, lay.starts, dtype=np.intp) / lay.lens
+    saturated = np.add.reduceat(mag > lay.limits, lay.starts, dtype=np.intp) / lay.lens
+    for j in lay.unit_rows:
+        v = fs[j].values
+        saturated[j] = np.count_nonzero((v < 0.01) | (v > 0.99)) / v.size
+    hi = np.concatenate([s.hi.numpy().reshape(-1) for s in fs])
+    lo = np.concatenate([(s.hi if s.lo is None else s.lo).numpy().reshape(-1) for s in fs])
+    units = np.maximum.reduceat(np.maximum(hi, np.negative(lo)), lay.unit_starts)
+    dead = np.add.reduceat(units <= DEAD_EPS, lay.module_starts, dtype=np.intp) / lay.units
+    absmax = np.maximum.reduceat(units, lay.module_starts) + 0.0  # never -0.0
+    numel = np.array([float(s.numel) for s in fs])
+    rows = np.stack([mean, std, zero, dead, saturated, ~np.isfinite(absmax), absmax, numel], 1)
+    for j in np.flatnonzero(~np.isfinite(sums)):  # rare: NaN/inf in the subsample
+        rows[j, [0, 1, 2, 4]] = _value_stats(fs[j].values, classes[j])
+    return rows
 
 
 def describe_tensor(t: Any) -> str:
