@@ -166,7 +166,9 @@ def _close_figures() -> None:
 def log_cost(n: int = 200_000) -> dict[str, float]:
     """Microseconds per ``Session.log`` call, amortised (resolution included)."""
     out = {}
-    for label, value in (("float", 0.5), ("0-d tensor", torch.tensor(0.5))):
+    graph = torch.tensor(0.25, requires_grad=True) * 2  # a loss before .backward()
+    for label, value in (("float", 0.5), ("0-d tensor", torch.tensor(0.5)),
+                         ("0-d tensor holding its graph", graph)):
         best = float("inf")
         for _ in range(5):
             session = vd.watch(nn.Linear(2, 2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
 
 import numpy as np
@@ -62,12 +63,23 @@ def test_tensor_batches_of_mixed_dtypes_and_shapes_are_read_exactly():
     assert shapes.series("a")[1].tolist() == [1.0, 2.0, 1.0]
 
 
-def test_a_tensor_without_a_graph_is_kept_as_it_is_and_read_the_same():
+def test_a_cpu_tensor_is_read_at_once_and_a_device_tensor_is_kept_unread():
     log = ScalarLog(chunk=10_000)
-    value = torch.tensor(0.75)
-    log.log(acc=value)
-    assert log._pending[0][2] is value  # no new tensor object per call
-    assert log.series("acc")[1].tolist() == [0.75]
+    w = torch.tensor(0.1, requires_grad=True)
+    for value in (torch.tensor(0.75), w * 3, torch.tensor([2**40 + 1]),
+                  torch.tensor(0.1, dtype=torch.bfloat16), torch.tensor(1.5 + 2j)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # item() on a tensor with a graph: no warning
+            log.log(acc=value)
+    pending = [v for _, _, v, _ in log._pending]
+    assert all(type(v) in (float, int) for v in pending)  # nothing of a tensor is kept
+    assert pending == [0.75, (w * 3).item(), 2**40 + 1, 0.10009765625, 1.5]
+    on_device = torch.empty((), device="meta")  # not the CPU: never read in log()
+    graph = torch.empty((), device="meta", requires_grad=True) * 2
+    log.log(acc=on_device)
+    log.log(acc=graph)
+    assert log._pending[-2][2] is on_device  # no new tensor object per call
+    assert log._pending[-1][2] is not graph and not log._pending[-1][2].requires_grad
 
 
 def test_logged_tensor_does_not_keep_the_autograd_graph_alive():

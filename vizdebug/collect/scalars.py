@@ -1,8 +1,10 @@
 """The scalar log behind ``Session.log``: cheap appends, lazy resolution, bounded memory.
 
 ``log()`` only appends ``(step, name, value, time)`` to a deque (thread-safe, no lock on
-the hot path). Tensors are detached, never read: they are turned into numbers in batches
-(one ``torch.stack(...).tolist()`` per device) when the pending queue fills up or when
+the hot path). A one-element CPU tensor is read at once (``item()``: a memory read, no
+device to wait for; nothing of it, or of its autograd graph, is kept). Tensors on a device
+are detached, never read there: they are turned into numbers in batches (one
+``torch.stack(...).tolist()`` per device) when the pending queue fills up or when
 someone reads the log. Each metric keeps at most ``capacity`` points; when it is full it
 is halved with min/max-preserving downsampling, so spikes and NaNs stay visible.
 """
@@ -78,7 +80,8 @@ class Series:
 
 
 def _check_value(name: str, value: Any) -> Any:
-    """The value to store (a number or a detached one-element tensor), or a clear error."""
+    """The value to store (a number, or a detached one-element tensor on a device), or a
+    clear error."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         if value.numel() != 1:
@@ -86,6 +89,9 @@ def _check_value(name: str, value: Any) -> Any:
                 f"log({name}=...) takes a number or a one-element tensor, got a tensor of "
                 f"shape {tuple(value.shape)}; reduce it first, e.g. {name}=t.mean()"
             )
+        if value.is_cpu:  # read now: see ScalarLog.log
+            number = value.item()
+            return number.real if type(number) is complex else number
         return value.detach() if value.requires_grad else value
     numpy_scalar = isinstance(value, np.generic) or (
         isinstance(value, np.ndarray) and value.size == 1)
@@ -191,9 +197,20 @@ class ScalarLog:
         tensor_type = self._tensor_type
         for name, value in metrics.items():
             kind = type(value)
-            if kind is tensor_type and value.numel() == 1:
-                # The common case, inlined: a 0-d loss tensor. Detached (a new tensor
-                # object) only when it holds an autograd graph, which must not stay alive.
+            if kind is tensor_type and value.is_cpu:
+                # The common case, inlined: a one-element loss tensor on the CPU is read now
+                # (a memory read: there is no device to wait for), so neither the tensor nor
+                # its autograd graph is kept. (item() does not warn about requires_grad.)
+                try:
+                    value = value.item()
+                except RuntimeError:  # more than one element: the clear error
+                    value = _check_value(name, value)
+                if type(value) is complex:
+                    value = value.real  # as the batched read of a complex tensor did
+            elif kind is tensor_type and value.numel() == 1:
+                # On a device: kept unread (read later in batches, never synchronising now),
+                # detached (a new tensor object) only when it holds an autograd graph,
+                # which must not stay alive.
                 if value.requires_grad:
                     value = value.detach()
             elif kind not in _NUMBER_TYPES:
