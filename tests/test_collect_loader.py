@@ -118,7 +118,7 @@ def test_tensor_batch_summary_matches_direct_computation():
     values = batch_summary(x)[2]
     a = x.double().numpy().ravel()
     np.testing.assert_allclose(values, [a.min(), a.max(), a.mean(), a.std(), 0, a.size],
-                               rtol=1e-5)
+                               rtol=1e-9)
     x[0, 0, 0, 0], x[1, 0, 2, 3] = float("inf"), float("nan")
     values = batch_summary(x)[2]
     finite = x.double().numpy().ravel()
@@ -126,3 +126,7 @@ def test_tensor_batch_summary_matches_direct_computation():
     np.testing.assert_allclose(values, [finite.min(), finite.max(), finite.mean(), finite.std(),
                                         2, x.numel()], rtol=1e-9)
     assert batch_summary(torch.arange(5))[2].tolist() == [0.0, 4.0, 2.0, 2.0 ** 0.5, 0.0, 5.0]
+    for x in (torch.randn(9, 7, dtype=torch.float64).t() * 5, torch.randn(3, 4).half()):
+        a = x.double().numpy().ravel()  # float64 non-contiguous, float16 (torch path)
+        np.testing.assert_allclose(batch_summary(x)[2],
+                                   [a.min(), a.max(), a.mean(), a.std(), 0, a.size], rtol=1e-3)
