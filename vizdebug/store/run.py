@@ -23,13 +23,12 @@ import numpy as np
 from ..analysis.training import TrainingRecords, diagnose
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
+from .reader import RunReader, loader_record
 from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file
 
 if TYPE_CHECKING:
     import pandas as pd
 
-MAX_SAMPLES = 4000  # sampled rows kept in memory per kind (evenly thinned, non-finite kept)
-MAX_POINTS = 20_000  # points per metric for the rules and the dashboard (as a live session)
 STALE_AFTER = 5.0   # heartbeats missed before a "running" run counts as interrupted
 
 
@@ -50,20 +49,6 @@ def _resolve(path: object) -> Path:
         raise VizdebugError(f"{str(p)!r} is not a vizdebug run file (an SQLite file written "
                             "by vd.watch(model, store=...))")
     return p
-
-
-def _thin(steps: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``limit`` rows, evenly spaced, always keeping rows with non-finite values."""
-    if steps.size <= limit:
-        return steps, rows
-    keep = np.zeros(steps.size, dtype=bool)
-    keep[np.linspace(0, steps.size - 1, limit // 2).astype(np.int64)] = True
-    bad = ~np.isfinite(rows.reshape(rows.shape[0], -1)).all(axis=1)
-    keep |= bad
-    idx = np.flatnonzero(keep)
-    if idx.size > limit:  # mostly non-finite: the first and the newest
-        idx = np.concatenate([idx[:1], idx[-(limit - 1):]])
-    return steps[idx], rows[idx]
 
 
 class _SystemArray:
@@ -92,6 +77,7 @@ class Run:
         self._lock = threading.Lock()
         self._cache_key: Any = None
         self._records: TrainingRecords | None = None
+        self._reader = RunReader()
         self.meta: dict[str, Any] = {}
         self._read_meta()
         if self.meta.get("format") != FORMAT or int(self.meta.get("format_version", 0)) > FORMAT_VERSION:
@@ -159,7 +145,9 @@ class Run:
 
     # -- reading -----------------------------------------------------------------------------
     def records(self, *, flush: bool = True) -> TrainingRecords:
-        """Everything stored, as :class:`~vizdebug.analysis.training.TrainingRecords`."""
+        """Everything stored, as :class:`~vizdebug.analysis.training.TrainingRecords`
+        (bounded like a live session's; only what was written since the last call is read).
+        """
         key = self.version
         with self._lock:
             if self._records is None or key != self._cache_key:
@@ -169,19 +157,25 @@ class Run:
 
     def _load(self) -> TrainingRecords:
         meta = self.meta
-        scalars = {name: (s, v) for name, (s, v, _) in self._series().items()}
-        act_steps, acts = self._samples("activations", len(meta.get("module_paths", [])))
-        grad_steps, grads = self._samples("grads", len(meta.get("param_paths", [])))
+        widths = {"activations": len(meta.get("module_paths", [])),
+                  "grads": len(meta.get("param_paths", []))}
+        conn = self._connect()
+        try:
+            self._reader.update(conn, widths)
+        except sqlite3.DatabaseError as exc:
+            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
+        finally:
+            conn.close()
+        reader = self._reader
         blobs = self._blobs("events", "errors", "loader")
-        loader = blobs.get("loader") or {}
-        if loader:
-            for name, data in self._query(
-                    "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"):
-                loader[name.split(".", 1)[1]] = from_npy(data, name)
-        system = self._query("SELECT time, cpu_percent, rss_mb, gpu_mb FROM system ORDER BY time")
-        self.system = _SystemArray(np.asarray(system, dtype=float).reshape(-1, 4))
+        loader = loader_record(blobs, self._query(
+            "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))
+        self.system = _SystemArray(reader.system)
+        act_steps, acts = reader.samples["activations"]
+        grad_steps, grads = reader.samples["grads"]
         return TrainingRecords(
-            scalars=scalars, module_paths=list(meta.get("module_paths", [])),
+            scalars={name: (s, v) for name, (s, v, _) in reader.scalars().items()},
+            module_paths=list(meta.get("module_paths", [])),
             module_classes=list(meta.get("module_classes", [])), act_steps=act_steps,
             activations=acts, param_paths=list(meta.get("param_paths", [])),
             param_numel=list(meta.get("param_numel", [])), grad_steps=grad_steps, grads=grads,
@@ -189,64 +183,6 @@ class Run:
             errors=[tuple(e) for e in blobs.get("errors") or []],
             every=meta.get("every", 1),
         )
-
-    def _series(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Each metric's ``(step, value, time)``, at most about ``MAX_POINTS`` points: a
-        longer series is read as the min and the max of each step bucket (SQLite returns
-        the row that holds a bucket's min/max), plus its first non-finite points, so
-        spikes and NaNs stay visible and a million-step run reads in bounded memory."""
-        conn = self._connect()
-        try:
-            names = conn.execute(
-                "SELECT name, count(*), min(step), max(step) FROM scalars GROUP BY name "
-                "ORDER BY min(rowid)").fetchall()
-            return {name: self._one_series(conn, name, n, lo, hi) for name, n, lo, hi in names}
-        except sqlite3.DatabaseError as exc:
-            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
-        finally:
-            conn.close()
-
-    @staticmethod
-    def _one_series(conn: sqlite3.Connection, name: str, n: int, lo: int,
-                    hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if n <= MAX_POINTS:
-            rows = conn.execute("SELECT step, value, time FROM scalars WHERE name=? "
-                                "ORDER BY step, rowid", (name,)).fetchall()
-        else:
-            width = max(1, -(-(hi - lo + 1) // (MAX_POINTS // 2)))
-            rows = []
-            for agg in ("min", "max"):
-                rows += conn.execute(
-                    f"SELECT step, {agg}(value), time FROM scalars WHERE name=? AND value IS "
-                    "NOT NULL GROUP BY (step - ?) / ?", (name, lo, width)).fetchall()
-            rows += conn.execute("SELECT step, value, time FROM scalars WHERE name=? AND value "
-                                 "IS NULL ORDER BY step LIMIT ?", (name, MAX_POINTS // 10)).fetchall()
-            rows = sorted(set(rows), key=lambda r: r[0])
-        steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        values = np.fromiter((np.nan if r[1] is None else r[1] for r in rows), dtype=float,
-                             count=len(rows))
-        times = np.fromiter((r[2] for r in rows), dtype=float, count=len(rows))
-        return steps, values, times
-
-    def _samples(self, kind: str, width: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = self._query("SELECT steps, rows FROM samples WHERE kind=? ORDER BY first_step, "
-                           "rowid", (kind,))
-        if not rows:
-            fields = 9 if kind == "activations" else 3
-            return np.empty(0, dtype=np.int64), np.empty((0, width, fields))
-        steps = [from_npy(s, f"{kind} steps").astype(np.int64) for s, _ in rows]
-        blocks = [from_npy(r, f"{kind} rows") for _, r in rows]
-        width = max([width] + [b.shape[1] for b in blocks])
-        padded = []
-        for s, b in zip(steps, blocks):
-            if b.ndim != 3 or b.shape[0] != s.shape[0]:
-                raise VizdebugError(f"the stored {kind} rows have shape {b.shape} for "
-                                    f"{s.shape[0]} steps; the run file is damaged")
-            if b.shape[1] < width:
-                pad = np.full((b.shape[0], width - b.shape[1], b.shape[2]), np.nan)
-                b = np.concatenate([b, pad], axis=1)
-            padded.append(b)
-        return _thin(np.concatenate(steps), np.concatenate(padded), MAX_SAMPLES)
 
     def _blobs(self, *names: str) -> dict[str, Any]:
         marks = ",".join("?" * len(names))
