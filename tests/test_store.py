@@ -405,3 +405,15 @@ def test_a_reader_takes_only_what_was_written_since_and_matches_a_fresh_read(tmp
         np.testing.assert_array_equal(rec.scalars[name][1], fresh.scalars[name][1])
     np.testing.assert_array_equal(rec.act_steps, fresh.act_steps)
     np.testing.assert_array_equal(rec.activations, fresh.activations)
+
+
+def test_a_follower_starts_over_when_a_new_run_replaces_the_file(tmp_path):
+    path = tmp_path / "again.sqlite"
+    model = torch.nn.Linear(3, 1)
+    with vd.watch(model, store=path) as first:
+        _tiny_loop(first, model, steps=8)
+    follower = vd.open_run(path)
+    assert follower.records().scalars["loss"][0].size == 8
+    with vd.watch(model, store=path) as second:  # the cell is run again
+        _tiny_loop(second, model, steps=3)
+    assert follower.records().scalars["loss"][0].tolist() == [0, 1, 2]

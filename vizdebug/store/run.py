@@ -78,6 +78,7 @@ class Run:
         self._cache_key: Any = None
         self._records: TrainingRecords | None = None
         self._reader = RunReader()
+        self._created: Any = None
         self.meta: dict[str, Any] = {}
         self._read_meta()
         if self.meta.get("format") != FORMAT or int(self.meta.get("format_version", 0)) > FORMAT_VERSION:
@@ -141,7 +142,7 @@ class Run:
         """Changes whenever the writer wrote (one small query)."""
         with contextlib.suppress(VizdebugError):
             self._read_meta()
-        return (self.meta.get("ticks"), self.state)
+        return (self.meta.get("created"), self.meta.get("ticks"), self.state)
 
     # -- reading -----------------------------------------------------------------------------
     def records(self, *, flush: bool = True) -> TrainingRecords:
@@ -151,6 +152,9 @@ class Run:
         key = self.version
         with self._lock:
             if self._records is None or key != self._cache_key:
+                created = self.meta.get("created")
+                if created != self._created:  # a new run replaced the file (a re-run cell)
+                    self._reader, self._created = RunReader(), created
                 self._records = self._load()
                 self._cache_key = key
             return self._records
