@@ -106,6 +106,8 @@ class ModelHooks:
         self._sealed: list[tuple[int, Any, Any]] = []
         self._lock = threading.RLock()
         self._none_source: str | None = None
+        # (weakref to the output, its version, its max over the batch) of the last CPU sample
+        self._last_sample: tuple[Any, int, Any] | None = None
         self._seen_nonfinite = False
         leaf_ids = {id(m) for _, m in named}
         self._leaves = [weakref.ref(m) for _, m in named]
@@ -186,6 +188,7 @@ class ModelHooks:
 
     def _root_post_hook(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
         """Also runs when forward raised: a module that crashed on a ``None`` is named."""
+        self._last_sample = None  # nothing of this forward's outputs outlives it
         exc = sys.exc_info()[1]
         if exc is None or isinstance(exc, WatchAnomaly):
             return
@@ -231,6 +234,7 @@ class ModelHooks:
         cls = self.module_classes[idx]
         skip = cls in _RESHAPES
         nonneg = _nonnegative_type(module)
+        relu = type(module).__name__ == "ReLU" and nonneg
 
         def forward_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
             try:
@@ -251,8 +255,15 @@ class ModelHooks:
                     if tensor is not None:
                         sample = None
                         if tensor.is_cpu:
-                            sample = activation_sample_cpu(
-                                tensor, cls, nonneg and _unaltered_output(module))
+                            plain = nonneg and _unaltered_output(module)
+                            hi, last = None, self._last_sample
+                            if relu and plain and last is not None and inputs and (
+                                    inputs[0] is last[0]() and inputs[0]._version == last[1]):
+                                hi = last[2].clamp_min(0)  # the input's max, unchanged since
+                            sample = activation_sample_cpu(tensor, cls, plain, hi)
+                            if sample is not None:
+                                self._last_sample = (weakref.ref(tensor), tensor._version,
+                                                     sample.hi)
                         current.act.append((idx, sample or activation_sample(tensor, cls)))
                     sampler.charge(sampler.clock() - start)
             except WatchAnomaly:

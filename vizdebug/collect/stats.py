@@ -189,13 +189,15 @@ class CpuActivationSample(NamedTuple):
 _NUMPY_DTYPES: tuple = ()
 
 
-def activation_sample_cpu(output: torch.Tensor, module_class: str,
-                          nonnegative: bool = False) -> CpuActivationSample | None:
+def activation_sample_cpu(output: torch.Tensor, module_class: str, nonnegative: bool = False,
+                          hi: torch.Tensor | None = None) -> CpuActivationSample | None:
     """:func:`activation_sample` for a contiguous float32/float64 CPU tensor with a batch
     dimension (else ``None``: use :func:`activation_sample`). The same values are kept:
     the strided subsample, and what the unit maxima are computed from. ``nonnegative``:
     the caller knows the output holds no negative value (a ``ReLU``'s), so the min over
-    the batch is not needed (NaN still propagates through the max).
+    the batch is not needed (NaN still propagates through the max). ``hi``: the max over
+    the batch when the caller knows it (a ReLU of a sampled, unchanged input: ReLU is
+    monotone, so ``max_b relu(x_b) = relu(max_b x_b)``, NaN included).
 
     Examples
     --------
@@ -218,8 +220,8 @@ def activation_sample_cpu(output: torch.Tensor, module_class: str,
     n = x.numel()
     step = max(1, n // SUBSAMPLE)
     values = x.numpy().reshape(-1)[: step * SUBSAMPLE: step].copy()
-    return CpuActivationSample(values, x.amax(0), None if nonnegative else x.amin(0), n,
-                               dim - 1)
+    return CpuActivationSample(values, x.amax(0) if hi is None else hi,
+                               None if nonnegative else x.amin(0), n, dim - 1)
 
 
 def _unit_maxima(sample: CpuActivationSample) -> np.ndarray:
