@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import signal
@@ -267,8 +268,9 @@ def test_another_process_follows_a_run_and_reads_it_after_a_kill(tmp_path):
         assert "running" in run.dashboard(live=False).to_html()
         _wait_for(lambda: run.version != version and run.last_step > first)
         assert run.records().act_steps.size > 0
-        live = vd.open_run(path).dashboard()  # follows the file from its own thread
-        widget = live._build_widget()
+        # follows the file from its own thread, with no reference kept by the caller
+        widget = vd.open_run(path).dashboard()._build_widget()
+        gc.collect()
         start = widget.revision
         _wait_for(lambda: widget.revision >= start + 2)
         assert "running" in widget.status

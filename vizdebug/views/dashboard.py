@@ -87,6 +87,7 @@ def _widget_class() -> type:
 
 
 _WIDGET_CLASS: type | None = None
+_FOLLOWING: set = set()  # live views whose source keeps no reference to them (stored runs)
 
 
 def _status(source: TrainingSource, rec: TrainingRecords) -> str:
@@ -222,7 +223,13 @@ class Dashboard(View):
         return max(self.min_interval, 2 * cost / self.budget)
 
     def start(self) -> None:
-        """Start the refresh thread (once)."""
+        """Start the refresh thread (once).
+
+        A view over a source that nobody else holds (``vd.open_run(path).dashboard()`` as
+        a cell's last line) is kept alive until its source closes, so it keeps following.
+        """
+        if getattr(self.source, "_dashboards", None) is None:
+            _FOLLOWING.add(self)
         if self._thread is None:
             self._thread = threading.Thread(target=_refresh_loop, args=(weakref.ref(self),),
                                             name="vizdebug-dashboard", daemon=True)
@@ -251,8 +258,10 @@ def _refresh_loop(ref: weakref.ref) -> None:
                 view.refresh(force=closed)
         except Exception as exc:  # a broken refresh must not kill the kernel thread
             view._widget.status = f"dashboard refresh failed: {type(exc).__name__}: {exc}"
+            _FOLLOWING.discard(view)
             return
         if closed:
+            _FOLLOWING.discard(view)
             return
         del view
         time.sleep(interval)
