@@ -204,3 +204,24 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_gradient_norms_of_weights_numpy_cannot_take_use_torch_and_stay_right():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)).to(torch.bfloat16)
+    session = vd.watch(model, every=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.3)
+    want = []
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(8, 6, dtype=torch.bfloat16)).float().pow(2).mean().backward()
+        before = [p.detach().float().clone() for p in model.parameters()]
+        grads = [p.grad.float().norm().item() for p in model.parameters()]
+        opt.step()
+        want.append([[g, b.norm().item(), (p.detach().float() - b).norm().item() / b.norm().item()]
+                     for g, b, p in zip(grads, before, model.parameters())])
+    model(torch.randn(8, 6, dtype=torch.bfloat16))
+    rec = session.records()
+    session.close()
+    np.testing.assert_allclose(rec.grads[:3], np.array(want), rtol=1e-3)
+    assert not any("collector" in w for w, _, _ in rec.errors)

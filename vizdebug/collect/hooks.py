@@ -293,8 +293,9 @@ class ModelHooks:
         return grad_hook
 
     def _reduce_grads(self, pending: _Pending) -> None:
-        """At the end of backward: all gradient and weight norms in two fused calls, and
-        one fused copy of the weights (for the update ratio at the next step)."""
+        """At the end of backward: the gradient norms and a copy of the weights (for the
+        weight norm and the update ratio when the step is sealed). Float CPU tensors in
+        numpy (a few cheap calls each); others in fused torch calls."""
         try:
             import torch
 
@@ -303,12 +304,19 @@ class ModelHooks:
             if not ready:
                 return
             params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
-            with torch.no_grad():
-                pending.grad_idx += [i for i, _, _ in ready]
-                both = norms(grads + params)  # one fused call for gradients and weights
-                pending.grad_norm += both[:len(ready)]
-                pending.weight_norm += both[len(ready):]
-                pending.before += _weight_copies(params)
+            pending.grad_idx += [i for i, _, _ in ready]
+            if _numpy_ready(params + grads):
+                for p, g in zip(params, grads):
+                    a = g.numpy().reshape(-1)
+                    pending.grad_norm.append(math.sqrt(float(np.dot(a, a))))
+                    pending.weight_norm.append(None)  # from the copy, when sealed
+                    pending.before.append(p.numpy().copy())
+            else:
+                with torch.no_grad():
+                    both = norms(grads + params)  # one fused call for gradients and weights
+                    pending.grad_norm += both[:len(ready)]
+                    pending.weight_norm += both[len(ready):]
+                    pending.before += copies(params)
             self.sampler.charge(self.sampler.clock() - start)
         except Exception as exc:
             self.on_error("the gradient collector", exc)
@@ -385,30 +393,37 @@ class ModelHooks:
                     return pending.step, act, None
                 now = [p.detach() for p in now]
                 before = pending.before
-                # The norm lists, stacked with other steps' when read (_grad_rows).
-                if all(isinstance(b, np.ndarray) for b in before):
-                    grad = (idx, pending.grad_norm + pending.weight_norm,
-                            _update_norms_numpy(now, before))
-                else:
-                    before = [torch.from_numpy(b) if isinstance(b, np.ndarray) else b
-                              for b in before]
-                    updates = norms(differences(now, before))
-                    grad = (idx, pending.grad_norm + pending.weight_norm + updates, None)
+                if all(isinstance(b, np.ndarray) for b in before):  # all float CPU weights
+                    weight, update = _weight_update_norms(now, before)
+                    grad = (idx, None, np.stack([np.asarray(pending.grad_norm), weight, update]))
+                else:  # norms stacked with other steps' when read (_grad_rows)
+                    grad = (idx, self._tensor_norms(pending, now), None)
         return pending.step, act, grad
+
+    @staticmethod
+    def _tensor_norms(pending: _Pending, now: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The three norm lists as tensors (entries taken in numpy converted)."""
+        import torch
+
+        before = [torch.from_numpy(b) if isinstance(b, np.ndarray) else b for b in pending.before]
+        grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
+        weight = [norms([b])[0] if n is None else n for n, b in zip(pending.weight_norm, before)]
+        return grad + weight + norms(differences(now, before))
 
     @staticmethod
     def _grad_rows(sealed: list[tuple[int, Any, Any]]) -> Any:
         """Each sealed step's ``(k, 3)`` gradient norms: one stack and one read for all."""
-        lists = [grad[1] for _, _, grad in sealed if grad is not None]  # (idx, norms, updates)
-        if not lists:
-            return iter(())
-        import torch
-
-        flat = torch.stack([n for norms_ in lists for n in norms_]).double().cpu().numpy()
-        parts = np.split(flat, np.cumsum([len(norms_) for norms_ in lists])[:-1])
+        # grad: (idx, list of 3k norm tensors, None) or (idx, None, (3, k) numpy norms)
         grads = [grad for _, _, grad in sealed if grad is not None]
-        return ((part if grad[2] is None else np.concatenate([part, grad[2]]))
-                .reshape(len(GRAD_FIELDS), -1).T for part, grad in zip(parts, grads))
+        lists = [grad[1] for grad in grads if grad[1] is not None]
+        parts: Any = iter(())
+        if lists:
+            import torch
+
+            flat = torch.stack([n for norms_ in lists for n in norms_]).double().cpu().numpy()
+            parts = iter(np.split(flat, np.cumsum([len(norms_) for norms_ in lists])[:-1]))
+        return ((next(parts).reshape(len(GRAD_FIELDS), -1) if grad[1] is not None else grad[2]).T
+                for grad in grads)
 
     def _cpu_rows(self, sealed: list[tuple[int, Any, Any]]) -> Any:
         """The rows of every CPU-sampled step in ``sealed``, reduced in one call."""
@@ -473,24 +488,25 @@ class ModelHooks:
             self._read(sealed)
 
 
-def _weight_copies(params: list[torch.Tensor]) -> list[Any]:
-    """The weights before the optimizer step: numpy copies of float CPU weights (six
-    ``ndarray.copy`` calls cost a seventh of one ``_foreach_mul`` on the digits CNN), else
-    one fused torch copy."""
+def _numpy_ready(tensors: list[torch.Tensor]) -> bool:
+    """Dense float32/float64 CPU tensors: their norms and copies are cheaper in numpy (on
+    the digits CNN, six ``ndarray.copy`` calls cost a seventh of one ``_foreach_mul``)."""
     import torch
 
-    if all(p.is_cpu and p.dtype in (torch.float32, torch.float64) for p in params):
-        return [p.numpy().copy() for p in params]
-    return copies(params)
+    floats = (torch.float32, torch.float64)
+    return all(t.is_cpu and t.layout == torch.strided and t.dtype in floats for t in tensors)
 
 
-def _update_norms_numpy(now: list[torch.Tensor], before: list[np.ndarray]) -> np.ndarray:
-    """``||w_now - w_before||`` of CPU weights, accumulated in float64."""
-    out = np.empty(len(now))
+def _weight_update_norms(now: list[torch.Tensor],
+                         before: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``||w_before||`` and ``||w_now - w_before||`` of CPU weights (the update in float64)."""
+    weight, update = np.empty(len(now)), np.empty(len(now))
     for i, (p, b) in enumerate(zip(now, before)):
-        d = np.subtract(p.numpy().reshape(-1), b.reshape(-1), dtype=np.float64)
-        out[i] = math.sqrt(float(np.dot(d, d)))
-    return out
+        flat = b.reshape(-1)
+        weight[i] = math.sqrt(float(np.dot(flat, flat)))
+        d = np.subtract(p.numpy().reshape(-1), flat, dtype=np.float64)
+        update[i] = math.sqrt(float(np.dot(d, d)))
+    return weight, update
 
 
 def _nonnegative_type(module: Any) -> bool:
