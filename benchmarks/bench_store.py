@@ -131,13 +131,50 @@ def many_points(n: int) -> dict[str, float]:
     return out
 
 
+def million(n: int) -> dict[str, float]:
+    """Reading a long run: 2 metrics x ``n`` steps; peak memory of this process (ru_maxrss)."""
+    import resource
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        path = os.path.join(workdir, "long.sqlite")
+        session = vd.watch(nn.Linear(2, 2), store=path)
+        for step in range(n):
+            session.log(loss=1.0 / (step + 1), acc=step / n)
+        session.close()
+        out["file MB"] = os.path.getsize(path) / 2**20
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        run = vd.open_run(path)
+        start = time.perf_counter()
+        rec = run.records()
+        out["records() s"] = time.perf_counter() - start
+        out["points per metric in memory"] = rec.scalars["loss"][0].size
+        out["peak RSS MB after records()"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["peak RSS MB before"] = rss
+        start = time.perf_counter()
+        run.findings()
+        out["findings() s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        out["scalars() rows"] = len(run.scalars())
+        out["scalars() s"] = time.perf_counter() - start
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--million", type=int, default=0, metavar="N",
+                        help="also read back a run of 2 metrics x N steps (e.g. 1000000)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.million:  # first, while this process is small, so its peak RSS means something
+        print(f"a long run: 2 metrics x {args.million} steps", flush=True)
+        for key, value in million(args.million).items():
+            print(f"  {key}: {value:.3g}")
+    if not args.repeats:
+        return
 
     print(f"training overhead: {args.repeats} repeats x {args.steps} steps (CPU time, ratio "
           "to the plain loop in the same repeat)", flush=True)

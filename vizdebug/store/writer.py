@@ -248,13 +248,14 @@ class RunWriter:
         conn.execute("COMMIT")
 
     def _write_scalars(self, conn: Any) -> None:
-        rows: list[tuple[int, str, float | None, float]] = []
-        while self._queue:
-            steps, names, values, times = self._queue.popleft()
-            rows.extend(zip(steps.tolist(), names, values.tolist(), times.tolist()))
-        if rows:  # SQLite stores NaN as NULL: written as NULL, read back as NaN
-            conn.executemany("INSERT INTO scalars (step, name, value, time) VALUES (?, ?, ?, ?)",
-                             rows)
+        def rows():  # streamed: a backlog of many points never becomes one big list
+            while self._queue:
+                steps, names, values, times = self._queue.popleft()
+                yield from zip(steps.tolist(), names, values.tolist(), times.tolist())
+
+        # SQLite stores NaN as NULL: written as NULL, read back as NaN
+        conn.executemany("INSERT INTO scalars (step, name, value, time) VALUES (?, ?, ?, ?)",
+                         rows())
 
     def _write_samples(self, conn: Any, session: Session) -> None:
         from ..collect.samples import stack_rows
