@@ -225,3 +225,34 @@ def test_gradient_norms_of_weights_numpy_cannot_take_use_torch_and_stay_right():
     session.close()
     np.testing.assert_allclose(rec.grads[:3], np.array(want), rtol=1e-3)
     assert not any("collector" in w for w, _, _ in rec.errors)
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 3)
+        self.b = nn.Linear(4, 3).to(torch.bfloat16)
+
+    def forward(self, x):
+        return self.a(x), self.b(x.bfloat16())
+
+
+def test_numpy_and_torch_gradient_paths_mix_in_one_step():
+    """Two backward passes in one step: float32 weights (numpy), then bfloat16 (torch)."""
+    torch.manual_seed(0)
+    model = TwoHeads()
+    session = vd.watch(model, every=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    out_a, out_b = model(torch.randn(5, 4))
+    out_a.pow(2).sum().backward()
+    out_b.float().pow(2).sum().backward()
+    before = [p.detach().float().clone() for p in model.parameters()]
+    grads = [p.grad.float().norm().item() for p in model.parameters()]
+    opt.step()
+    model(torch.randn(5, 4))
+    rec = session.records()
+    session.close()
+    want = [[g, b.norm().item(), (p.detach().float() - b).norm().item() / b.norm().item()]
+            for g, b, p in zip(grads, before, model.parameters())]
+    np.testing.assert_allclose(rec.grads[0], np.array(want), rtol=1e-3)
+    assert not rec.errors

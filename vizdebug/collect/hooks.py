@@ -20,6 +20,7 @@ a weak reference.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -68,7 +69,9 @@ class _Pending:
         self.grad_idx: list[int] = []
         self.grad_norm: list[torch.Tensor] = []
         self.weight_norm: list[torch.Tensor] = []
-        self.before: list[Any] = []  # weight copies: numpy arrays on the CPU, else tensors
+        self.before: list[Any] = []  # weight copies (tensors), None: in ``flat``
+        # numpy path: (flat copy of the weights, their shapes), one per backward pass
+        self.flat: list[tuple[np.ndarray, list[tuple[int, ...]]]] = []
 
 
 class ModelHooks:
@@ -306,11 +309,17 @@ class ModelHooks:
             params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
             pending.grad_idx += [i for i, _, _ in ready]
             if _numpy_ready(params + grads):
-                for p, g in zip(params, grads):
-                    a = g.numpy().reshape(-1)
-                    pending.grad_norm.append(math.sqrt(float(np.dot(a, a))))
-                    pending.weight_norm.append(None)  # from the copy, when sealed
-                    pending.before.append(p.numpy().copy())
+                # one concatenation (which is also the weights' copy), one segment sum
+                both = grads + params
+                flat = np.concatenate([t.numpy().reshape(-1) for t in both])
+                sq = np.add.reduceat(np.square(flat, dtype=np.float64),
+                                     _starts(tuple(t.numel() for t in both)))
+                norms_ = np.sqrt(sq).tolist()
+                pending.grad_norm += norms_[:len(ready)]
+                pending.weight_norm += norms_[len(ready):]
+                pending.before += [None] * len(ready)
+                pending.flat.append((flat[sum(g.numel() for g in grads):],
+                                     [tuple(p.shape) for p in params]))
             else:
                 with torch.no_grad():
                     both = norms(grads + params)  # one fused call for gradients and weights
@@ -392,10 +401,16 @@ class ModelHooks:
                 if any(p is None for p in now):
                     return pending.step, act, None
                 now = [p.detach() for p in now]
-                before = pending.before
-                if all(isinstance(b, np.ndarray) for b in before):  # all float CPU weights
-                    weight, update = _weight_update_norms(now, before)
-                    grad = (idx, None, np.stack([np.asarray(pending.grad_norm), weight, update]))
+                if all(b is None for b in pending.before) and _numpy_ready(now):
+                    # all float CPU weights: the update from one subtraction, in float64
+                    sizes = tuple(p.numel() for p in now)
+                    copy = [f for f, _ in pending.flat]
+                    d = np.subtract(np.concatenate([p.numpy().reshape(-1) for p in now]),
+                                    copy[0] if len(copy) == 1 else np.concatenate(copy),
+                                    dtype=np.float64)
+                    update = np.sqrt(np.add.reduceat(d * d, _starts(sizes)))
+                    grad = (idx, None, np.stack([np.asarray(pending.grad_norm),
+                                                 np.asarray(pending.weight_norm), update]))
                 else:  # norms stacked with other steps' when read (_grad_rows)
                     grad = (idx, self._tensor_norms(pending, now), None)
         return pending.step, act, grad
@@ -405,9 +420,12 @@ class ModelHooks:
         """The three norm lists as tensors (entries taken in numpy converted)."""
         import torch
 
-        before = [torch.from_numpy(b) if isinstance(b, np.ndarray) else b for b in pending.before]
+        copies_ = iter([torch.from_numpy(part).reshape(shape) for flat, shapes in pending.flat
+                        for part, shape in zip(np.split(flat, np.cumsum(
+                            [math.prod(s) for s in shapes])[:-1]), shapes)])
+        before = [next(copies_) if b is None else b for b in pending.before]
         grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
-        weight = [norms([b])[0] if n is None else n for n, b in zip(pending.weight_norm, before)]
+        weight = [torch.tensor(n) if isinstance(n, float) else n for n in pending.weight_norm]
         return grad + weight + norms(differences(now, before))
 
     @staticmethod
@@ -494,19 +512,15 @@ def _numpy_ready(tensors: list[torch.Tensor]) -> bool:
     import torch
 
     floats = (torch.float32, torch.float64)
-    return all(t.is_cpu and t.layout == torch.strided and t.dtype in floats for t in tensors)
+    return all(t.is_cpu and t.layout == torch.strided and t.dtype in floats and t.numel()
+               for t in tensors)
 
 
-def _weight_update_norms(now: list[torch.Tensor],
-                         before: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``||w_before||`` and ``||w_now - w_before||`` of CPU weights (the update in float64)."""
-    weight, update = np.empty(len(now)), np.empty(len(now))
-    for i, (p, b) in enumerate(zip(now, before)):
-        flat = b.reshape(-1)
-        weight[i] = math.sqrt(float(np.dot(flat, flat)))
-        d = np.subtract(p.numpy().reshape(-1), flat, dtype=np.float64)
-        update[i] = math.sqrt(float(np.dot(d, d)))
-    return weight, update
+@functools.lru_cache(maxsize=32)
+def _starts(sizes: tuple[int, ...]) -> np.ndarray:
+    """Where each of tensors of these sizes starts in their concatenation."""
+    ends = np.cumsum(sizes)
+    return ends - np.asarray(sizes)
 
 
 def _nonnegative_type(module: Any) -> bool:
