@@ -256,3 +256,25 @@ def test_numpy_and_torch_gradient_paths_mix_in_one_step():
             for g, b, p in zip(grads, before, model.parameters())]
     np.testing.assert_allclose(rec.grads[0], np.array(want), rtol=1e-3)
     assert not rec.errors
+
+
+def test_deferred_batch_summaries_are_exact_in_order_and_see_the_batch_as_yielded():
+    from vizdebug.collect.loader import BATCH_FIELDS, DEFER_BATCHES, LoaderTap
+
+    gen = torch.Generator().manual_seed(0)
+    batches = [torch.randn(4, 3, generator=gen) * (i + 1) for i in range(DEFER_BATCHES + 3)]
+    batches[2][1, 1] = float("nan")
+    batches[4] = torch.arange(12).reshape(4, 3)  # summarised at once: the order must hold
+    batches[5] = torch.randn(2, 5, dtype=torch.float64, generator=gen)  # another size
+    want = []
+    for b in batches:
+        a = b.double().numpy().ravel()
+        f = a[np.isfinite(a)]
+        want.append([f.min(), f.max(), f.mean(), f.std(), a.size - f.size, a.size])
+    tap = LoaderTap(every=1)
+    for batch in tap.wrap(iter(batches)):
+        if batch.is_floating_point():
+            batch.mul_(0)  # the loop changes the batch in place after it was yielded
+    tap.timing()
+    assert tap.stats.steps().tolist() == list(range(len(batches)))
+    np.testing.assert_allclose(tap.stats.stacked(len(BATCH_FIELDS)), np.array(want), rtol=1e-9)
