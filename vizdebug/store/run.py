@@ -109,12 +109,16 @@ class Run:
     def _read_meta(self) -> None:
         self.meta = {k: from_json(v, f"setting {k!r}") for k, v in
                      self._query("SELECT key, value FROM meta")}
+        self._meta_at = time.monotonic()
 
     # -- state -------------------------------------------------------------------------------
     @property
     def state(self) -> str:
         """``running``, ``closed``, ``ended`` (the script exited without ``close()``),
         ``failed``, or ``interrupted`` (no heartbeat: the process died or hangs)."""
+        if self.meta.get("state") == "running" and time.monotonic() - self._meta_at > 1.0:
+            with contextlib.suppress(VizdebugError):  # a running run: at most 1 s stale
+                self._read_meta()
         state = str(self.meta.get("state", "running"))
         if state == "running":
             interval = float(self.meta.get("interval") or 2.0)
@@ -199,19 +203,22 @@ class Run:
     def findings(self) -> Findings:
         """The diagnosis of the stored run (the same rules as a live session), plus a note
         when the run was interrupted."""
-        found = diagnose(self.records())
-        if self.state == "interrupted":
-            found = Findings([*found, Finding(
-                "run-interrupted", "warning",
-                f"the run stopped writing without closing: {self.failed}; the last stored "
-                f"step is {self.last_step}",
-                where=str(self.path),
-                evidence={"heartbeat": self.meta.get("heartbeat"), "pid": self.meta.get("pid")},
-                hint="The process died (out of memory, killed, a crash in native code) or "
-                     "hangs. Everything written before that is here; check the job's log and "
-                     "memory (the system panel shows RSS).",
-            )])
-        return found
+        return Findings([*diagnose(self.records()), *self.state_findings()])
+
+    def state_findings(self) -> list[Finding]:
+        """``run-interrupted`` when the writer stopped without closing, else nothing."""
+        if self.state != "interrupted":
+            return []
+        return [Finding(
+            "run-interrupted", "warning",
+            f"the run stopped writing without closing: {self.failed}; the last stored "
+            f"step is {self.last_step}",
+            where=str(self.path),
+            evidence={"heartbeat": self.meta.get("heartbeat"), "pid": self.meta.get("pid")},
+            hint="The process died (out of memory, killed, a crash in native code) or "
+                 "hangs. Everything written before that is here; check the job's log and "
+                 "memory (the system panel shows RSS).",
+        )]
 
     @property
     def last_step(self) -> int:

@@ -227,8 +227,29 @@ def dashboard_figure(rec: TrainingRecords, system: np.ndarray,
     >>> [t["name"] for t in fig["data"]]
     ['loss', 'loss', 'loss non-finite']
     """
-    health = health_traces(rec)
-    data = (curve_traces(rec, smoothing) + heatmap_trace(rec) + health
-            + timing_traces(rec) + system_traces(system))
+    panels = {"curves": curve_traces(rec, smoothing), "grads": heatmap_trace(rec),
+              "health": health_traces(rec), "timing": timing_traces(rec),
+              "system": system_traces(system)}
+    health = panels["health"]
     n_health = len(health[0]["y"]) if health else 0
-    return {"data": data, "layout": layout(rec, n_health)}
+    fig_layout = layout(rec, n_health)
+    fig_layout["annotations"] += [_empty_note(name) for name, traces in panels.items()
+                                  if not traces]
+    return {"data": [t for traces in panels.values() for t in traces], "layout": fig_layout}
+
+
+# An empty panel says why it is empty and what fills it: (x, y) of its centre, the text.
+_EMPTY = {
+    "curves": (0.5, 0.81, "Nothing logged yet: call session.log(loss=loss) in the loop"),
+    "grads": (0.21, 0.41, "No gradients sampled yet<br>(they come with the first sampled "
+                          "backward)"),
+    "health": (0.84, 0.41, "No activations sampled yet"),
+    "timing": (0.21, 0.1, "No loader tapped:<br>watch(model, loader=train_loader)"),
+    "system": (0.84, 0.1, "No system samples yet (one per second)"),
+}
+
+
+def _empty_note(panel: str) -> dict[str, Any]:
+    x, y, text = _EMPTY[panel]
+    return {"text": text, "x": x, "y": y, "xref": "paper", "yref": "paper",
+            "showarrow": False, "font": {"size": 12, "color": "#777"}, "align": "center"}

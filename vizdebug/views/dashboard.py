@@ -138,7 +138,9 @@ class Dashboard(View):
     def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
         rec = self.source.records(flush=flush)
         system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
-        self._findings = diagnose(rec)
+        found = diagnose(rec)
+        extra = getattr(self.source, "state_findings", None)  # a stored run: interrupted?
+        self._findings = Findings([*found, *extra()]) if extra is not None else found
         figure = dashboard_figure(rec, system)
         return figure, findings_html(self._findings), _status(self.source, rec)
 
@@ -263,5 +265,16 @@ def _refresh_loop(ref: weakref.ref) -> None:
         if closed:
             _FOLLOWING.discard(view)
             return
+        source = view.source
         del view
-        time.sleep(interval)
+        _wait(interval, source)
+
+
+def _wait(interval: float, source: Any) -> None:
+    """Sleep ``interval`` seconds, but wake within half a second when ``source`` closes:
+    the last state (closed, failed, interrupted) must not wait for a long throttle."""
+    end = time.monotonic() + interval
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(0.5, left))
+        if source.closed:
+            return

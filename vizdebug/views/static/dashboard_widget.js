@@ -92,11 +92,13 @@ async function render({ model, el }) {
   };
   ui.smooth.addEventListener("input", draw);
   ui.log.addEventListener("change", draw);
-  model.on("change:figure", draw);
+  // every push bumps the revision: redraw then, even when only the findings or the
+  // state changed (a stored run that was interrupted keeps its last figure)
+  model.on("change:revision", draw);
   model.on("change:status", () => { ui.status.textContent = model.get("status"); });
   draw();
   return () => {
-    model.off("change:figure", draw);
+    model.off("change:revision", draw);
     Plotly.purge(ui.plot);
   };
 }
