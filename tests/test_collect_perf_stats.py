@@ -278,3 +278,34 @@ def test_deferred_batch_summaries_are_exact_in_order_and_see_the_batch_as_yielde
     tap.timing()
     assert tap.stats.steps().tolist() == list(range(len(batches)))
     np.testing.assert_allclose(tap.stats.stacked(len(BATCH_FIELDS)), np.array(want), rtol=1e-9)
+
+
+def test_large_outputs_are_reduced_to_units_in_the_hook_and_stay_exact(monkeypatch):
+    from vizdebug.collect import stats
+
+    monkeypatch.setattr(stats, "KEEP_MAXIMA", 8)
+    for x, cls in outputs():
+        sample = activation_sample_cpu(x, cls)
+        assert sample.reduced == (x[0].numel() > 8)
+        np.testing.assert_allclose(cpu_activation_rows([sample], [cls])[0], direct_row(x, cls),
+                                   rtol=1e-5, atol=1e-6, equal_nan=True)
+    relu = torch.randn(16, 8, 5, 5).relu()
+    for hi in (None, relu.amax(0)):
+        sample = activation_sample_cpu(relu, "ReLU", nonnegative=True, hi=hi)
+        np.testing.assert_allclose(cpu_activation_rows([sample], ["ReLU"])[0],
+                                   direct_row(relu, "ReLU"), rtol=1e-6)
+
+
+def test_a_relu_after_a_large_output_takes_its_own_max(monkeypatch):
+    from vizdebug.collect import stats
+
+    monkeypatch.setattr(stats, "KEEP_MAXIMA", 8)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU())
+    session = vd.watch(model, every=1)
+    x = torch.randn(16, 4)
+    out = model(x)
+    rec = session.records()
+    session.close()
+    np.testing.assert_allclose(rec.activations[0, 1, :len(ACTIVATION_FIELDS)],
+                               direct_row(out, "ReLU"), rtol=1e-6)

@@ -264,7 +264,7 @@ class ModelHooks:
                                     inputs[0] is last[0]() and inputs[0]._version == last[1]):
                                 hi = last[2].clamp_min(0)  # the input's max, unchanged since
                             sample = activation_sample_cpu(tensor, cls, plain, hi)
-                            if sample is not None:
+                            if sample is not None and not sample.reduced:
                                 self._last_sample = (weakref.ref(tensor), tensor._version,
                                                      sample.hi)
                         current.act.append((idx, sample or activation_sample(tensor, cls)))

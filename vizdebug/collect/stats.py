@@ -184,9 +184,13 @@ class CpuActivationSample(NamedTuple):
     lo: torch.Tensor | None  # None: the output cannot be negative (then max |a| = max a)
     numel: int
     unit_dim: int  # the dimension of ``hi``/``lo`` that indexes units
+    reduced: bool = False  # ``hi`` holds the unit maxima of |a| already (a large output)
 
 
 _NUMPY_DTYPES: tuple = ()
+# A CPU sample keeps the max and min over the batch until it is read (up to a few steps
+# later) when they hold at most this many values; larger ones are reduced to units at once.
+KEEP_MAXIMA = 1 << 14
 
 
 def activation_sample_cpu(output: torch.Tensor, module_class: str, nonnegative: bool = False,
@@ -220,8 +224,16 @@ def activation_sample_cpu(output: torch.Tensor, module_class: str, nonnegative: 
     n = x.numel()
     step = max(1, n // SUBSAMPLE)
     values = x.numpy().reshape(-1)[: step * SUBSAMPLE: step].copy()
-    return CpuActivationSample(values, x.amax(0) if hi is None else hi,
-                               None if nonnegative else x.amin(0), n, dim - 1)
+    hi = x.amax(0) if hi is None else hi
+    lo = None if nonnegative else x.amin(0)
+    if hi.numel() > KEEP_MAXIMA:  # a large output: its unit maxima now (memory stays small)
+        u = hi.abs() if lo is None else hi.maximum(lo.neg_())
+        if u.dim() > 1 and dim == 1:
+            u = u.reshape(u.shape[0], -1).amax(1)
+        elif u.dim() > 1:
+            u = u.amax(dim=[d for d in range(u.dim()) if d != dim - 1])
+        return CpuActivationSample(values, u, None, n, 0, True)
+    return CpuActivationSample(values, hi, lo, n, dim - 1)
 
 
 def _unit_maxima(sample: CpuActivationSample) -> np.ndarray:
