@@ -2,11 +2,14 @@
 
 On sampled training steps (every ``every``-th forward pass in training mode, or as chosen
 by :class:`~vizdebug.collect.sampling.StepSampler` for ``"auto"``) each leaf module's
-output is sampled on its device (:func:`~vizdebug.collect.stats.activation_sample`), and
-at the end of that step's backward pass every gradient norm, weight norm and a copy of
-the weights are taken in fused calls. Nothing is read back during the step: a sampled
-step is *sealed* when the next training step starts and read one sample period later,
-when the device finished it long ago, so the read never stalls the pipeline.
+output is sampled on its device (:func:`~vizdebug.collect.stats.activation_sample`; on
+the CPU :func:`~vizdebug.collect.stats.activation_sample_cpu`), and at the end of that
+step's backward pass every gradient norm, weight norm and a copy of the weights are taken
+(fused torch calls on a device, one numpy concatenation on the CPU). Nothing is read back
+during the step: a sampled step is *sealed* when the next training step starts and read
+later, once the oldest sealed step is ``READ_AFTER`` steps old, all waiting steps at once
+(every step of ``every=1``; each sample of ``"auto"``, whose samples are farther apart),
+when the device finished them long ago, so the read never stalls the pipeline.
 
 Between samples only two hooks on the root module run (a step counter, and an
 ``always_call`` hook that names the module when forward crashes on a ``None`` input):
