@@ -154,8 +154,9 @@ class ScalarLog:
     [1]
     """
 
-    # chunk: every pending entry holding a tensor is a live, GC-tracked object; measured
-    # here, 1024 pending entries cost ~3 us per tensor log() and 4096 cost ~9 us.
+    # chunk: every pending entry holding a device tensor is a live, GC-tracked object
+    # (CPU tensors are read at once); measured here, 1024 pending tensors cost ~3 us per
+    # log() and 4096 cost ~9 us.
     def __init__(self, *, capacity: int = 20_000, chunk: int = 1024,
                  clock: Callable[[], float] = time.time) -> None:
         self.capacity = capacity
@@ -177,7 +178,12 @@ class ScalarLog:
         return self._step
 
     def log(self, step: int | None = None, **metrics: Any) -> None:
-        """Record metrics at ``step`` (by default: the next training step)."""
+        """Record metrics at ``step`` (by default: the next training step): numbers,
+        numpy scalars or one-element tensors (a device tensor is read later, in batches).
+
+        ``step`` counts itself: each call with a training metric is the next step; calls
+        with only ``val_*``/``test_*``/``epoch``/``lr`` metrics belong to the last one.
+        """
         if step is None:
             step = self._step
             kinds = self._is_train

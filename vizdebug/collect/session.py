@@ -86,6 +86,9 @@ class Session:
         self.closed = False
         self.failed: str | None = None
         self._dashboards: list[Any] = []  # live views (with a widget) to push data to
+        # Until a live view is shown, log() is the scalar log's own method (no wrapper
+        # call, no keyword re-packing: about 0.5 us of the 1.5 us a call costs).
+        self.log = self.log_store.log  # type: ignore[method-assign]
         self._views_due = 0.0
         self.last_log_at = -1e9  # time.monotonic() of the last log() while a view is live
         self.store: RunWriter | None = None
@@ -115,6 +118,11 @@ class Session:
             self.last_log_at = now = time.monotonic()
             if now >= self._views_due:
                 self._refresh_views()
+
+    def add_view(self, view: Any) -> None:
+        """Keep a live view and refresh it from ``log()`` (throttled) from now on."""
+        self._dashboards.append(view)
+        self.__dict__.pop("log", None)  # log() now also refreshes the views
 
     def tap_loader(self, iterable: Iterable) -> Iterator:
         """Iterate ``iterable`` with timing and batch statistics (for non-DataLoader loops).

@@ -165,9 +165,9 @@ class Dashboard(View):
         self._widget = widget
         # The session keeps the view: `display(session.dashboard())` holds no other
         # reference, and the view is what pushes new data (from log() and its thread).
-        views = getattr(self.source, "_dashboards", None)
-        if isinstance(views, list):
-            views.append(self)
+        add_view = getattr(self.source, "add_view", None)
+        if add_view is not None:
+            add_view(self)
         self.refresh(force=True)
         if self.live:
             self.start()
@@ -230,7 +230,7 @@ class Dashboard(View):
         A view over a source that nobody else holds (``vd.open_run(path).dashboard()`` as
         a cell's last line) is kept alive until its source closes, so it keeps following.
         """
-        if getattr(self.source, "_dashboards", None) is None:
+        if getattr(self.source, "add_view", None) is None:
             _FOLLOWING.add(self)
         if self._thread is None:
             self._thread = threading.Thread(target=_refresh_loop, args=(weakref.ref(self),),
