@@ -7,6 +7,7 @@ as the ratio of the best (least disturbed) repeats: CPU time only grows with dis
 
     python benchmarks/bench_overhead.py            # default: 5 repeats x 300 steps
     python benchmarks/bench_overhead.py --repeats 3 --steps 200
+    python benchmarks/bench_overhead.py --paired 3000   # vizdebug only, step by step
 
 W&B runs in offline mode (nothing leaves the machine); it is skipped with a note when the
 package is missing. livelossplot draws with matplotlib's Agg backend (no window opens).
@@ -199,11 +200,82 @@ def configurations(with_wandb: bool) -> dict[str, Setup]:
     return configs
 
 
+PHASES = ("next batch", "zero_grad + forward", "loss + backward", "optimizer step", "log")
+
+
+def _stepper(every: int | str | None) -> tuple[Callable[[np.ndarray], None], object]:
+    """One training step at a time, its phases timed in this thread's CPU time."""
+    model, loader = make_model(), make_loader()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    session = vd.watch(model, loader=loader, every=every) if every is not None else None
+
+    def batches():
+        while True:
+            yield from loader
+
+    it, clock = batches(), time.thread_time
+
+    def step(acc: np.ndarray) -> None:
+        t0 = clock()
+        x, y = next(it)
+        t1 = clock()
+        opt.zero_grad()
+        out = model(x)
+        t2 = clock()
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        t3 = clock()
+        opt.step()
+        t4 = clock()
+        if session is not None:
+            session.log(loss=loss)
+        acc += (t1 - t0, t2 - t1, t3 - t2, t4 - t3, clock() - t4)
+
+    return step, session
+
+
+def paired(steps: int, every: int | str) -> None:
+    """A watched and a plain copy of the run, stepped alternately (A B, B A, ...), each
+    step timed in thread CPU time: drifts of the shared machine hit both alike, and the
+    ratio gets a bootstrap 95% interval over blocks of 50 steps."""
+    watched, session = _stepper(every)
+    plain_step, _ = _stepper(None)
+    scratch = np.zeros(len(PHASES))
+    for _ in range(30):
+        watched(scratch)
+        plain_step(scratch)
+    wa, pa = np.zeros((steps, len(PHASES))), np.zeros((steps, len(PHASES)))
+    for i in range(steps):
+        first, second = ((watched, wa), (plain_step, pa)) if i % 2 else ((plain_step, pa), (watched, wa))
+        first[0](first[1][i])
+        second[0](second[1][i])
+    session.close()
+    w, p = wa.sum(axis=1), pa.sum(axis=1)
+    blocks = steps // 50
+    wb, pb = w[: blocks * 50].reshape(blocks, 50).sum(1), p[: blocks * 50].reshape(blocks, 50).sum(1)
+    idx = np.random.default_rng(0).integers(0, blocks, (4000, blocks))
+    lo, hi = np.percentile(wb[idx].sum(1) / pb[idx].sum(1), [2.5, 97.5])
+    print(f"\nevery={every}: {steps} paired steps; watched / plain = {w.sum() / p.sum():.3f}x "
+          f"(95% {lo:.3f}-{hi:.3f}); plain step {1e3 * p.mean():.2f} ms, watched "
+          f"+{1e6 * (w.mean() - p.mean()):.0f} us; {session.hooks.activations.total} sampled steps")
+    print("| phase | plain us/step | watched us/step | difference |\n|---|---|---|---|")
+    for k, name in enumerate(PHASES):
+        print(f"| {name} | {1e6 * pa[:, k].mean():.1f} | {1e6 * wa[:, k].mean():.1f} | "
+              f"{1e6 * (wa[:, k].mean() - pa[:, k].mean()):+.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--paired", type=int, default=0, metavar="STEPS",
+                        help="vizdebug only: defaults and every=1 against a plain copy, stepped "
+                             "alternately for STEPS steps each (e.g. 3000), per phase")
     args = parser.parse_args()
+    if args.paired:
+        for every in ("auto", 1, 10**9):  # 10**9: step 0 only, the cost between samples
+            paired(args.paired, every)
+        return
     try:
         import wandb  # noqa: F401
         with_wandb = True
