@@ -33,8 +33,9 @@ def direct_row(x: torch.Tensor, cls: str) -> np.ndarray:
     else:
         sat = np.mean(np.abs(v) > {"Tanh": 0.99}.get(cls, 5.0))
     absmax = unit_max.max()
-    return np.array([v.mean(), v.std(ddof=1), np.mean(v == 0), np.mean(unit_max <= 1e-8), sat,
-                     float(not math.isfinite(absmax)), absmax, a.size])
+    with np.errstate(invalid="ignore"):  # inf in the sample: the reference std is NaN too
+        return np.array([v.mean(), v.std(ddof=1), np.mean(v == 0), np.mean(unit_max <= 1e-8),
+                         sat, float(not math.isfinite(absmax)), absmax, a.size])
 
 
 def outputs() -> list[tuple[torch.Tensor, str]]:
