@@ -58,6 +58,15 @@ _CELLS_JS = """() => {
 }"""
 
 
+# How many points the dashboard's 'loss' curve has on the page (-1: no figure yet).
+POINTS_JS = """() => {
+  const gd = document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot');
+  if (!gd || !gd.data) return -1;
+  const t = gd.data.find(d => d.name === 'loss');
+  return t ? t.x.length : 0;
+}"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

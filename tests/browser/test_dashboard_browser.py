@@ -9,6 +9,8 @@ import time
 import nbformat
 import pytest
 
+from .lab import POINTS_JS
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 EVIL = "<img src=x onerror=alert(1)>_loss"
@@ -43,13 +45,6 @@ while time.perf_counter() - start < 20:
     session.log(val_loss=loss.item() * 1.2, epoch=epoch)
     epoch += 1
 """
-
-POINTS_JS = """() => {
-  const gd = document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot');
-  if (!gd || !gd.data) return -1;
-  const t = gd.data.find(d => d.name === 'loss');
-  return t ? t.x.length : 0;
-}"""
 
 
 def _errors(state):

@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from .lab import POINTS_JS
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,13 +37,6 @@ JOB = textwrap.dedent("""
         session.log(loss=loss)
         time.sleep(0.02)
 """)
-
-POINTS_JS = """() => {
-  const gd = document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot');
-  if (!gd || !gd.data) return -1;
-  const t = gd.data.find(d => d.name === 'loss');
-  return t ? t.x.length : 0;
-}"""
 
 
 def test_a_dashboard_follows_a_run_written_by_another_process(lab, lab_root):
