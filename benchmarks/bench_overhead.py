@@ -46,12 +46,15 @@ torch.set_num_threads(1)
 CLOCK = time.process_time
 
 
+WIDTH = 16  # channels of the first conv; --width changes it for the paired mode
+
+
 def make_model() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 16, 10),
+        nn.Conv2d(1, WIDTH, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(WIDTH, 2 * WIDTH, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(2 * WIDTH * 16, 10),
     )
 
 
@@ -271,7 +274,11 @@ def main() -> None:
     parser.add_argument("--paired", type=int, default=0, metavar="STEPS",
                         help="vizdebug only: defaults and every=1 against a plain copy, stepped "
                              "alternately for STEPS steps each (e.g. 3000), per phase")
+    parser.add_argument("--width", type=int, default=16,
+                        help="with --paired: channels of the first conv (64: a ~20 ms step)")
     args = parser.parse_args()
+    global WIDTH
+    WIDTH = args.width
     if args.paired:
         for every in ("auto", 1, 10**9):  # 10**9: step 0 only, the cost between samples
             paired(args.paired, every)
