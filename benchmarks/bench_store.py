@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from bench_overhead import CLOCK, make_loader, make_model
+from bench_overhead import CLOCK, plain, run, watch
 from torch import nn
 
 import vizdebug as vd
@@ -36,41 +36,31 @@ import vizdebug as vd
 WRITER_SHARE: list[float] = []  # writer CPU / process CPU, per watch+store run
 
 
-def train(kind: str, steps: int, workdir: str) -> float:
-    """CPU seconds per step of one configuration."""
-    model, loader = make_model(), make_loader()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    session = writer = None
-    if kind == "watch":
-        session = vd.watch(model, loader=loader)
-    elif kind == "watch+store":
-        session = vd.watch(model, loader=loader, store=os.path.join(workdir, f"r{time.time_ns()}.sqlite"))
-    elif kind == "tensorboard":
-        from torch.utils.tensorboard import SummaryWriter
+def watch_store(model, loader, workdir):
+    session = vd.watch(model, loader=loader, store=os.path.join(workdir, f"r{time.time_ns()}.sqlite"))
+    start = CLOCK()
 
-        writer = SummaryWriter(os.path.join(workdir, f"tb{time.time_ns()}"))
-    done, start = 0, CLOCK()
-    while done < steps:
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if session is not None:
-                session.log(loss=loss)
-            elif writer is not None:
-                writer.add_scalar("loss", loss.item(), done)
-            done += 1
-            if done == steps:
-                break
-    if session is not None:
+    def finish() -> None:
         session.close()  # the last write is part of the cost
-    if writer is not None:
-        writer.close()
-    spent = CLOCK() - start
-    if session is not None and session.store is not None:
-        WRITER_SHARE.append(session.store.cpu_seconds / spent)
-    return spent / steps
+        WRITER_SHARE.append(session.store.cpu_seconds / (CLOCK() - start))
+
+    return (lambda step, loss: session.log(loss=loss)), finish
+
+
+def tensorboard_scalar(model, loader, workdir):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(os.path.join(workdir, f"tb{time.time_ns()}"))
+    return (lambda step, loss: writer.add_scalar("loss", loss.item(), step)), writer.close
+
+
+CONFIGS = {"plain": plain, "watch": watch(None), "watch+store": watch_store,
+           "tensorboard": tensorboard_scalar}
+
+
+def train(kind: str, steps: int, workdir: str) -> float:
+    """CPU seconds per step of one configuration, its closing call included."""
+    return run(CONFIGS[kind], steps, workdir, count_finish=True)
 
 
 def overhead(repeats: int, steps: int) -> dict[str, list[float]]:

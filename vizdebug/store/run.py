@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from ..analysis.training import TrainingRecords, diagnose
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
 from .reader import RunReader, loader_record
-from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file
+from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file, rank_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,22 +90,24 @@ class Run:
         self.title = f"Stored run {path.name}"
 
     # -- the file -------------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection; SQLite errors become clear vizdebug errors."""
         try:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10.0)
             conn.execute("PRAGMA query_only=1")
-            return conn
         except sqlite3.Error as exc:
             raise VizdebugError(f"cannot read the run file {str(self.path)!r}: {exc}") from None
-
-    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
-        conn = self._connect()
         try:
-            return conn.execute(sql, args).fetchall()
+            yield conn
         except sqlite3.DatabaseError as exc:
             raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
         finally:
             conn.close()
+
+    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._reading() as conn:
+            return conn.execute(sql, args).fetchall()
 
     def _read_meta(self) -> None:
         self.meta = {k: from_json(v, f"setting {k!r}") for k, v in
@@ -167,13 +170,8 @@ class Run:
         meta = self.meta
         widths = {"activations": len(meta.get("module_paths", [])),
                   "grads": len(meta.get("param_paths", []))}
-        conn = self._connect()
-        try:
+        with self._reading() as conn:
             self._reader.update(conn, widths)
-        except sqlite3.DatabaseError as exc:
-            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
-        finally:
-            conn.close()
         reader = self._reader
         blobs = self._blobs("events", "errors", "loader")
         loader = loader_record(blobs, self._query(
@@ -250,7 +248,7 @@ class Run:
             return []
         out = []
         for k in range(1, world):
-            other = self.path.with_name(f"{self.path.stem}.rank{k}{self.path.suffix}")
+            other = rank_path(self.path, k)
             if other.exists() and is_run_file(other):
                 out.append(Run(other))
         return out

@@ -64,6 +64,15 @@ def connect(path: Path, *, timeout: float = 10.0) -> sqlite3.Connection:
     return conn
 
 
+def rank_path(path: Path, rank: int) -> Path:
+    """The file of rank ``rank`` of a multi-process job whose rank 0 writes ``path``.
+
+    >>> rank_path(Path("runs/exp1.sqlite"), 2).name
+    'exp1.rank2.sqlite'
+    """
+    return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
 def is_run_file(path: Path) -> bool:
     """True when ``path`` is an SQLite file holding a vizdebug run."""
     try:

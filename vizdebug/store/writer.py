@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._env import distributed_rank
+from .._env import distributed_rank, is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, is_run_file, to_json, to_npy
+from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, is_run_file, rank_path, to_json, to_npy
 
 if TYPE_CHECKING:
     from ..collect.session import Session
@@ -67,9 +67,7 @@ def store_path(store: object, rank: int = 0) -> Path:
             n += 1
             name = f"run-{stamp}-{os.getpid()}-{n}"
         path = path / f"{name}.sqlite"
-    if rank > 0:
-        path = path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
-    return path
+    return rank_path(path, rank)
 
 
 def _prepare(path: Path) -> None:
@@ -92,17 +90,15 @@ def _prepare(path: Path) -> None:
 
 def _numpy(value: Any) -> np.ndarray | None:
     """A tensor or array as a numeric numpy array (on the CPU), else ``None``."""
-    if isinstance(value, np.ndarray):
-        return value if value.dtype.kind in "biuf" else None
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        t = value.detach()
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        if not (t.is_floating_point() or t.dtype in (torch.uint8, torch.int8, torch.int16,
-                                                     torch.int32, torch.int64, torch.bool)):
+    from ..data.arrays import tensor_to_numpy
+
+    if is_tensor(value):
+        try:
+            value = tensor_to_numpy(value)
+        except VizdebugTypeError:  # complex
             return None
-        return t.cpu().numpy()
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value
     return None
 
 
@@ -139,7 +135,6 @@ class RunWriter:
         self._batch_written_at = -1e9
         self._batch_slot = 0
         self._captured_ids: set[int] = set()
-        self._paths_written: tuple[int, int] = (-1, -1)
         self.ticks = 0
         self._pid = os.getpid()  # a forked child (a DataLoader worker) must never write
         self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
@@ -184,15 +179,11 @@ class RunWriter:
             "rank": session.rank, "world_size": distributed_rank()[1],
             "model_class": type(model).__name__ if model is not None else None,
             "every": session.every, "param_numel": list(session.param_numel),
-            **self._paths(session),
+            # fixed when the hooks are attached: written once
+            "module_paths": list(session.hooks.module_paths),
+            "module_classes": list(session.hooks.module_classes),
+            "param_paths": list(session.hooks.param_paths),
         }
-
-    @staticmethod
-    def _paths(session: Session) -> dict[str, Any]:
-        hooks = session.hooks
-        return {"module_paths": list(hooks.module_paths),
-                "module_classes": list(hooks.module_classes),
-                "param_paths": list(hooks.param_paths)}
 
     def _write_meta(self, values: dict[str, Any]) -> None:
         self._conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -233,11 +224,6 @@ class RunWriter:
             self._write_samples(conn, session)
             self._write_system(conn, session)
             self._write_snapshots(conn, session, force=final_state is not None)
-            if self._paths_written != (len(session.hooks.module_paths),
-                                       len(session.hooks.param_paths)):
-                meta.update(self._paths(session))
-                self._paths_written = (len(session.hooks.module_paths),
-                                       len(session.hooks.param_paths))
             if session.failed:
                 meta["failed"] = session.failed
         self.ticks += 1
