@@ -58,6 +58,16 @@ class ActivationSample(NamedTuple):
     has_units: bool
 
 
+def _per_unit(u: torch.Tensor, dim: int) -> torch.Tensor:
+    """Maxima over the batch (``u``, the batch dimension gone) reduced to one per unit,
+    ``dim`` being the unit dimension of the output."""
+    if u.dim() > 1 and dim == 1:
+        return u.reshape(u.shape[0], -1).amax(1)
+    if u.dim() > 1:
+        return u.amax(dim=[d for d in range(u.dim()) if d != dim - 1])
+    return u
+
+
 def activation_sample(output: torch.Tensor, module_class: str) -> ActivationSample:
     """Three read-only kernels on the whole output: the max and min over the batch
     dimension, and a strided copy; the rest runs on tensors 1/batch the size.
@@ -77,11 +87,7 @@ def activation_sample(output: torch.Tensor, module_class: str) -> ActivationSamp
     if dim is None:
         unit_max = x.abs().amax().reshape(1) if n else x.new_zeros(1)
     else:  # dim >= 1, batch of at least 2
-        unit_max = x.amax(0).abs_().maximum(x.amin(0).abs_())
-        if unit_max.dim() > 1 and dim == 1:
-            unit_max = unit_max.reshape(unit_max.shape[0], -1).amax(1)
-        elif unit_max.dim() > 1:
-            unit_max = unit_max.amax(dim=[d for d in range(unit_max.dim()) if d != dim - 1])
+        unit_max = _per_unit(x.amax(0).abs_().maximum(x.amin(0).abs_()), dim)
     values = x.reshape(-1)[:: max(1, n // SUBSAMPLE)][:SUBSAMPLE].clone()
     return ActivationSample(values.float(), unit_max.float().reshape(-1), n, dim is not None)
 
@@ -227,11 +233,7 @@ def activation_sample_cpu(output: torch.Tensor, module_class: str, nonnegative: 
     hi = x.amax(0) if hi is None else hi
     lo = None if nonnegative else x.amin(0)
     if hi.numel() > KEEP_MAXIMA:  # a large output: its unit maxima now (memory stays small)
-        u = hi.abs() if lo is None else hi.maximum(lo.neg_())
-        if u.dim() > 1 and dim == 1:
-            u = u.reshape(u.shape[0], -1).amax(1)
-        elif u.dim() > 1:
-            u = u.amax(dim=[d for d in range(u.dim()) if d != dim - 1])
+        u = _per_unit(hi.abs() if lo is None else hi.maximum(lo.neg_()), dim)
         return CpuActivationSample(values, u, None, n, 0, True)
     return CpuActivationSample(values, hi, lo, n, dim - 1)
 
