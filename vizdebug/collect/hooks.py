@@ -424,8 +424,8 @@ class ModelHooks:
         import torch
 
         copies_ = iter([torch.from_numpy(part).reshape(shape) for flat, shapes in pending.flat
-                        for part, shape in zip(np.split(flat, np.cumsum(
-                            [math.prod(s) for s in shapes])[:-1]), shapes)])
+                        for part, shape in zip(_split(flat, [math.prod(s) for s in shapes]),
+                                               shapes)])
         before = [next(copies_) if b is None else b for b in pending.before]
         grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
         weight = [torch.tensor(n) if isinstance(n, float) else n for n in pending.weight_norm]
@@ -442,7 +442,7 @@ class ModelHooks:
             import torch
 
             flat = torch.stack([n for norms_ in lists for n in norms_]).double().cpu().numpy()
-            parts = iter(np.split(flat, np.cumsum([len(norms_) for norms_ in lists])[:-1]))
+            parts = iter(_split(flat, [len(norms_) for norms_ in lists]))
         return ((next(parts).reshape(len(GRAD_FIELDS), -1) if grad[1] is not None else grad[2]).T
                 for grad in grads)
 
@@ -454,7 +454,7 @@ class ModelHooks:
         classes = self.module_classes
         rows = cpu_activation_rows([s for _, samples in acts for s in samples],
                                    [classes[i] for idx, _ in acts for i in idx])
-        return iter(np.split(rows, np.cumsum([len(idx) for idx, _ in acts])[:-1]))
+        return iter(_split(rows, [len(idx) for idx, _ in acts]))
 
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
         width = len(ACTIVATION_FIELDS) + 1
@@ -517,6 +517,11 @@ def _numpy_ready(tensors: list[torch.Tensor]) -> bool:
     floats = (torch.float32, torch.float64)
     return all(t.is_cpu and t.layout == torch.strided and t.dtype in floats and t.numel()
                for t in tensors)
+
+
+def _split(array: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """``array`` cut along its first axis into consecutive parts of these sizes."""
+    return np.split(array, np.cumsum(sizes)[:-1])
 
 
 @functools.lru_cache(maxsize=32)
