@@ -22,7 +22,7 @@ import numpy as np
 from .._env import distributed_rank
 from ..analysis.training import TrainingRecords, diagnose
 from ..errors import VizdebugTypeError, describe
-from ..findings import Findings
+from ..findings import Finding, Findings
 from ..store.writer import RunWriter, store_path
 from .anomaly import AnomalyPolicy, check_on_anomaly
 from .hooks import ModelHooks
@@ -180,6 +180,18 @@ class Session:
                       nonfinite_batches=[int(s) for s in steps[bad]],
                       shapes=dict(self.tap.shapes), dtypes=dict(self.tap.dtypes))
         return record
+
+    @property
+    def state(self) -> str:
+        """``running``, ``closed`` or ``failed`` (an exception left ``with watch(...)``)."""
+        if self.failed:
+            return "failed"
+        return "closed" if self.closed else "running"
+
+    def state_findings(self) -> list[Finding]:
+        """Findings about the run's state itself: none for a live session (a stored run
+        reports an interruption)."""
+        return []
 
     def findings(self) -> Findings:
         """The diagnosis of everything collected so far.

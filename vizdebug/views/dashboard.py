@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..analysis.training import TrainingRecords, diagnose
-from ..findings import Findings, findings_html
+from ..findings import Finding, Findings, findings_html
 from ._base import View, live_esm, plotly_div
 from ._dashboard_figure import dashboard_figure
 
@@ -35,11 +35,14 @@ class TrainingSource(Protocol):
 
     closed: bool
     failed: str | None
+    state: str  # running, closed, failed (a stored run also: ended, interrupted)
 
     @property
     def version(self) -> Any: ...
 
     def records(self, *, flush: bool = True) -> TrainingRecords: ...
+
+    def state_findings(self) -> list[Finding]: ...
 
 
 @cache
@@ -93,10 +96,9 @@ _FOLLOWING: set = set()  # live views whose source keeps no reference to them (s
 def _status(source: TrainingSource, rec: TrainingRecords) -> str:
     steps = [int(s.max()) + 1 for s, _ in rec.scalars.values() if s.size]
     step = max(steps) if steps else 0
-    state = "closed" if source.closed else "running"
-    if source.failed:  # a stored run whose writer died is "interrupted", not failed
-        kind = "interrupted" if getattr(source, "state", "") == "interrupted" else "failed"
-        state = f"{kind}: {source.failed}"
+    state = source.state
+    if source.failed:
+        state = f"{state}: {source.failed}"
     return f"step {step} · {state} · {len(rec.module_paths)} modules watched"
 
 
@@ -138,9 +140,7 @@ class Dashboard(View):
     def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
         rec = self.source.records(flush=flush)
         system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
-        found = diagnose(rec)
-        extra = getattr(self.source, "state_findings", None)  # a stored run: interrupted?
-        self._findings = Findings([*found, *extra()]) if extra is not None else found
+        self._findings = Findings([*diagnose(rec), *self.source.state_findings()])
         figure = dashboard_figure(rec, system)
         return figure, findings_html(self._findings), _status(self.source, rec)
 
