@@ -148,7 +148,7 @@ def test_every_samples_training_steps_only():
     assert rec.act_steps.tolist() == [0, 3, 6]
     assert rec.grad_steps.tolist() == [0, 3, 6]
     assert rec.module_paths == ["0", "1", "2"]
-    assert session.hooks.step == 6
+    assert session.hooks.steps == 7
 
 
 def test_grad_norms_weight_norms_and_update_ratio_are_right():
@@ -358,6 +358,83 @@ def test_layer_hooks_are_attached_only_for_sampled_steps():
     assert hook_count(model) == base + 2 < sampled
     session.close()
     assert hook_count(model) == base
+
+
+def sgd_step(model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    model(torch.randn(4, 6)).pow(2).mean().backward()
+    opt.step()
+
+
+def test_with_an_optimizer_no_hook_runs_between_samples():
+    """Once the model's optimizer has stepped, it counts the steps: the model carries no
+    hook at all between samples, and samples land on the same steps as before."""
+    model = mlp()
+    base = hook_count(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    session = vd.watch(model, every=4)
+    sgd_step(model, opt)  # step 0: sampled, counted by the root hook
+    assert session.hooks._clock is not None  # the optimizer counts from now on
+    seen = []
+    for _ in range(9):  # steps 1..9
+        seen.append(hook_count(model) - base)
+        sgd_step(model, opt)
+    # hooks are attached at the optimizer step before a sampled step (4, 8)
+    assert [n > 0 for n in seen] == [False, False, False, True, False, False, False, True,
+                                     False]
+    model.eval()
+    with torch.no_grad():
+        model(torch.randn(2, 6))  # evaluation: not counted
+    assert session.records().act_steps.tolist() == [0, 4, 8]
+    assert session.hooks.steps == 10
+    session.close()
+    assert hook_count(model) == base
+
+
+def test_only_the_model_s_optimizer_counts_and_a_new_one_takes_over():
+    model, other = mlp(), nn.Linear(3, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt_other = torch.optim.SGD(other.parameters(), lr=0.01)
+    session = vd.watch(model, every=5)
+    for _ in range(3):
+        sgd_step(model, opt)
+        opt_other.step()  # does not update the model: ignored
+    assert session.hooks.steps == 3
+    head = torch.optim.SGD(model[2].parameters(), lr=0.01)  # a second owner, same steps
+    for _ in range(2):
+        sgd_step(model, opt)
+        head.step()
+    assert session.hooks.steps == 5
+    del opt, head
+    opt2 = torch.optim.SGD(model.parameters(), lr=0.01)  # a re-created optimizer
+    for _ in range(5):
+        sgd_step(model, opt2)
+    assert session.hooks.steps == 10
+    assert session.records().act_steps.tolist() == [0, 5]
+    session.close()
+
+
+def test_a_crash_on_none_under_the_optimizer_clock_is_named_afterwards(monkeypatch):
+    """No hook runs between samples: the crash is named from the exception the notebook
+    (or the interpreter) keeps in sys.last_value."""
+    flaky = Flaky()
+    model = nn.Sequential(nn.Linear(4, 4), flaky, nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    session = vd.watch(model, every=50, on_anomaly="ignore")
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    flaky.broken = True
+    try:
+        model(torch.randn(2, 4))  # step 3: not sampled, no hook on the model
+    except TypeError as exc:
+        monkeypatch.setattr("sys.last_value", exc, raising=False)
+        monkeypatch.delattr("sys.last_exc", raising=False)
+    f = [f for f in session.findings() if f.code == "input-none"][0]
+    assert f.where == "2" and "step 3" in f.message and "'1' returned None" in f.message
+    assert len([f for f in session.findings() if f.code == "input-none"]) == 1
+    session.close()
 
 
 def test_a_crash_on_none_between_samples_is_still_named():

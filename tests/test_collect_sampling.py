@@ -58,6 +58,29 @@ def test_auto_samples_often_when_steps_are_long_and_caps_the_gap():
     assert sparse.gap == MAX_GAP
 
 
+def test_auto_counts_what_a_sampled_step_really_took():
+    """Time outside the collectors' own functions (torch's hook machinery, caches) counts:
+    a sampled step 4 ms longer than a plain one costs 4 ms, though 1 ms was charged."""
+    clock, sampler = Clock(), StepSampler("auto", budget=0.01, clock=lambda: clock.t)
+    sampled, pending = [], False
+    for step in range(2000):
+        if pending:
+            sampler.sample_done(step)
+            pending = False
+        if sampler.start_step(step):
+            sampler.begin_sample()
+            sampled.append(step)
+            sampler.charge(0.001)
+            clock.t += 0.004
+            pending = True
+        clock.t += 0.010
+    assert sampler.sample_cost == pytest.approx(0.004)
+    assert sampler.step_time == pytest.approx(0.010)
+    assert sampler.gap == 40  # 4 ms / (1% of 10 ms); 10 if only the charged 1 ms counted
+    overhead = 0.004 * len(sampled) / (0.010 * 2000)
+    assert 0.008 < overhead < 0.012
+
+
 def test_fixed_every_is_deterministic():
     sampler = StepSampler(4)
     assert [s for s in range(10) if sampler.start_step(s)] == [0, 4, 8]

@@ -11,10 +11,16 @@ later, once the oldest sealed step is ``READ_AFTER`` steps old, all waiting step
 (every step of ``every=1``; each sample of ``"auto"``, whose samples are farther apart),
 when the device finished them long ago, so the read never stalls the pipeline.
 
-Between samples only two hooks on the root module run (a step counter, and an
-``always_call`` hook that names the module when forward crashes on a ``None`` input):
-the per-layer hooks are attached for sampled steps only. With ``every=1`` or an
-immediate ``on_anomaly`` they stay attached.
+Steps are counted by the optimizer that updates the model's parameters: a global
+``torch.optim`` step post-hook (one Python call per optimizer step; ``Optimizer.step``
+runs its hook loop anyway), so between samples no hook at all runs in the model's forward
+and backward passes: every hook, the root module's included, is attached for sampled
+steps only (with ``every=1`` or an immediate ``on_anomaly`` they stay attached). Until
+such an optimizer has stepped (or in a loop that updates the weights by hand) two hooks
+on the root module count the steps instead: a forward pre-hook, and an ``always_call``
+hook that names the module when forward crashes on a ``None`` input. With the optimizer
+clock, such a crash is named afterwards, from the exception the notebook or the
+interactive interpreter keeps (``sys.last_value``).
 
 Hooks never change an output (they return ``None``) and never draw random numbers; any
 exception inside one is handed to ``on_error`` and training goes on. The model is held by
@@ -124,17 +130,36 @@ class ModelHooks:
         # Per-layer hooks cost Python calls on every step, so they are attached only for
         # sampled steps; with every=1 or an immediate on_anomaly they stay.
         self.permanent = every == 1 or policy.immediate
-        self.handles: list[Any] = [
-            model.register_forward_pre_hook(self._root_pre_hook),
-            model.register_forward_hook(self._root_post_hook, always_call=True),
-        ]
+        self._param_ids = frozenset(id(p) for _, p in params)
+        self._owners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._clock: weakref.ref | None = None  # the optimizer whose steps count steps
+        self._others = 0  # steps of another owning optimizer since the clock's last one
+        self._crash_seen = id(_last_exception())  # an earlier crash is not this run's
+        self.handles: list[Any] = self._root_hooks(model)
         self.step_handles: list[Any] = []
         if self.permanent:
             self._attach()
+        import torch.optim.optimizer as optim
+
+        self._optimizer_handle = optim.register_optimizer_step_post_hook(
+            _optimizer_hook(weakref.ref(self)))
+
+    @property
+    def steps(self) -> int:
+        """Training steps so far: forward passes in training mode, or with the optimizer
+        clock, optimizer steps (``step`` is then already the next step's number)."""
+        return self.step + (0 if self._clock is not None else 1)
 
     # -- registration -------------------------------------------------------------------
+    def _root_hooks(self, model: torch.nn.Module) -> list[Any]:
+        return [model.register_forward_pre_hook(self._root_pre_hook),
+                model.register_forward_hook(self._root_post_hook, always_call=True)]
+
     def _attach(self) -> None:
         add = self.step_handles.append
+        model = self.model_ref()
+        if self._clock is not None and not self.permanent and model is not None:
+            self.step_handles += self._root_hooks(model)  # for eval passes, crash naming
         # A None input is checked before forward only where it must stop there (raise,
         # pdb); otherwise the forward hook sees the same inputs after forward (one Python
         # hook per module instead of two), and a crash on None is named by the root hook.
@@ -161,6 +186,7 @@ class ModelHooks:
 
     def remove(self) -> None:
         """Remove every hook (harmless when called twice)."""
+        self._optimizer_handle.remove()
         self._detach()
         handles, self.handles = self.handles, []
         for handle in handles:
@@ -171,26 +197,70 @@ class ModelHooks:
     def _root_pre_hook(self, module: torch.nn.Module, args: tuple) -> None:
         try:
             self._eval = not module.training
-            if self._eval:
-                return
-            self.step += 1
-            sampler = self.sampler
-            self.sampling = sampler.start_step(self.step)
-            start = sampler.clock()
-            if self._seal():
-                sampler.charge(sampler.clock() - start)
-                sampler.sample_done(self.step)
-                self.sampling = sampler.start_step(self.step) if sampler.auto else self.sampling
-                start = sampler.clock()
-            if self.sampling:
-                self._current = _Pending(self.step)
-            if not self.permanent and self.sampling and not self.step_handles:
-                self._attach()
-            elif not self.permanent and not self.sampling and self.step_handles:
-                self._detach()
-            sampler.charge(sampler.clock() - start)
+            if not self._eval and self._clock is None:
+                self._new_step()
         except Exception as exc:
             self.on_error("the step counter", exc)
+
+    def _optimizer_stepped(self, optimizer: Any) -> None:
+        """After any ``torch.optim`` optimizer's step: a new training step starts when it is
+        the optimizer that updates this model (the first one seen stepping; another one
+        that steps twice while it does not takes over, e.g. a re-created optimizer)."""
+        try:
+            clock = self._clock() if self._clock is not None else None
+            if clock is not optimizer:
+                owns = self._owners.get(optimizer)
+                if owns is None:
+                    owns = self._owners[optimizer] = any(
+                        id(p) in self._param_ids for g in optimizer.param_groups
+                        for p in g["params"])
+                if not owns:
+                    return
+                if clock is not None:
+                    self._others += 1
+                    if self._others < 2:
+                        return  # e.g. a second optimizer over other layers, same step
+                    self.step += self._others - 1
+                self._use_clock(optimizer)
+            self._others = 0
+            self._new_step()
+        except Exception as exc:
+            self.on_error("the step counter", exc)
+
+    def _use_clock(self, optimizer: Any) -> None:
+        """Count steps by ``optimizer`` from now on: the root hooks go (but for sampled
+        steps, or for good with ``every=1``/an immediate ``on_anomaly``)."""
+        self._clock = weakref.ref(optimizer)
+        if not self.permanent:
+            self._detach()
+            handles, self.handles = self.handles, []
+            for handle in handles:
+                handle.remove()
+
+    def _new_step(self) -> None:
+        """A training step starts: count it, seal the sampled one that ended, and attach
+        or detach the per-layer hooks (a few comparisons between samples)."""
+        self.step += 1
+        sampler = self.sampler
+        sampling = sampler.start_step(self.step)
+        if not sampling and self._current is None and (self.permanent or not self.step_handles):
+            self.sampling = False
+            return
+        start = sampler.clock()
+        if self._seal():
+            sampler.charge(sampler.clock() - start)
+            sampler.sample_done(self.step)
+            sampling = sampler.start_step(self.step)
+            start = sampler.clock()
+        self.sampling = sampling
+        if sampling:
+            sampler.begin_sample()
+            self._current = _Pending(self.step)
+        if not self.permanent and sampling and not self.step_handles:
+            self._attach()
+        elif not self.permanent and not sampling and self.step_handles:
+            self._detach()
+        sampler.charge(sampler.clock() - start)
 
     def _root_post_hook(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
         """Also runs when forward raised: a module that crashed on a ``None`` is named."""
@@ -495,8 +565,24 @@ class ModelHooks:
         self.policy.record(AnomalyEvent("nonfinite-activation", step, path, cls, message,
                                         {"numel": total, "order": order}))
 
+    def check_crash(self) -> None:
+        """Name a module that crashed on a ``None`` input, from the exception a notebook
+        or the interactive interpreter kept (``sys.last_value``): with the optimizer
+        clock, no hook watches forward between samples."""
+        if self._clock is None or self.permanent:
+            return  # the root hooks are attached: they named it as it happened
+        exc = _last_exception()
+        if exc is None or id(exc) == self._crash_seen or isinstance(exc, WatchAnomaly):
+            return
+        self._crash_seen = id(exc)
+        try:
+            self._diagnose_crash(exc)
+        except Exception as err:
+            self.on_error("the crash diagnosis", err)
+
     def flush(self) -> None:
         """Seal the step in progress and read everything (call between steps)."""
+        self.check_crash()
         with self._lock:
             self._seal()
             sealed, self._sealed = self._sealed, []
@@ -504,9 +590,24 @@ class ModelHooks:
 
     def read_sealed(self) -> None:
         """Read what is already sealed, leaving the step in progress alone (any thread)."""
+        self.check_crash()
         with self._lock:
             sealed, self._sealed = self._sealed, []
             self._read(sealed)
+
+
+def _optimizer_hook(ref: weakref.ref) -> Callable:
+    """The global optimizer step post-hook of one :class:`ModelHooks` (held weakly)."""
+    def hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+        hooks = ref()
+        if hooks is not None:
+            hooks._optimizer_stepped(optimizer)
+    return hook
+
+
+def _last_exception() -> BaseException | None:
+    """The exception the interpreter (or IPython) last left unhandled, if any."""
+    return getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
 
 
 def _numpy_ready(tensors: list[torch.Tensor]) -> bool:

@@ -251,7 +251,7 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "watching"
         return (f"<vizdebug Session {state}: {len(self.hooks.module_paths)} modules, "
-                f"step {self.hooks.step + 1}, every={self.every}>")
+                f"step {self.hooks.steps}, every={self.every}>")
 
     # -- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:
