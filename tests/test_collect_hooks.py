@@ -170,6 +170,35 @@ def test_grad_norms_weight_norms_and_update_ratio_are_right():
     assert g[:, 2] == pytest.approx([0.5 * a / b for a, b in zip(grads, weights)], rel=1e-4)
 
 
+def test_weight_statistics_follow_a_replaced_or_moved_parameter():
+    """The weights are read through cached numpy views: a parameter whose storage is
+    replaced (``.data =``, a dtype change) is read afresh, never from the old storage."""
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    session = vd.watch(model, every=1)
+    x, y = torch.randn(8, 6), torch.randint(0, 3, (8,))
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        weights = [p.detach().norm().item() for p in model.parameters()]
+        opt.step()
+        return weights
+
+    step()
+    with torch.no_grad():
+        model[0].weight.data = model[0].weight.data * 3.0  # new storage, same shape
+    want = step()
+    model.double()  # every parameter gets new float64 storage
+    x = x.double()
+    want64 = step()
+    rec = session.records()
+    session.close()
+    assert rec.grads[1][:, 1] == pytest.approx(want, rel=1e-5)
+    assert rec.grads[2][:, 1] == pytest.approx(want64, rel=1e-9)
+    assert np.isfinite(rec.grads[1:, :, 2]).all()
+
+
 def test_outputs_unchanged_and_training_bitwise_identical():
     plain, watched = mlp(3), mlp(3)
     x = torch.randn(5, 6)

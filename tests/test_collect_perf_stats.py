@@ -291,7 +291,7 @@ def test_large_outputs_are_reduced_to_units_in_the_hook_and_stay_exact(monkeypat
         np.testing.assert_allclose(cpu_activation_rows([sample], [cls])[0], direct_row(x, cls),
                                    rtol=1e-5, atol=1e-6, equal_nan=True)
     relu = torch.randn(16, 8, 5, 5).relu()
-    for hi in (None, relu.amax(0)):
+    for hi in (None, relu.amax(0).numpy()):
         sample = activation_sample_cpu(relu, "ReLU", nonnegative=True, hi=hi)
         np.testing.assert_allclose(cpu_activation_rows([sample], ["ReLU"])[0],
                                    direct_row(relu, "ReLU"), rtol=1e-6)

@@ -61,7 +61,7 @@ GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
 # Sealed steps are read in batches once the oldest is this many steps old: reading costs
 # a fixed two dozen numpy calls, run with caches cold from the training step (~3x their
 # warm cost), so with every=1 reading 8 steps at once costs about what one step did.
-READ_AFTER = 8
+READ_AFTER = 16
 # Shape-only modules repeat their input's statistics: not worth a sample.
 _RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
 ErrorSink = Callable[[str, BaseException], None]
@@ -126,6 +126,7 @@ class ModelHooks:
         self._containers = [(n, weakref.ref(m)) for n, m in model.named_modules()
                             if id(m) not in leaf_ids]
         self._params = [weakref.ref(p) for _, p in params]
+        self._views: dict[int, tuple[int, np.ndarray]] = {}  # see _param_views
         self._paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
         # Per-layer hooks cost Python calls on every step, so they are attached only for
         # sampled steps; with every=1 or an immediate on_anomaly they stay.
@@ -188,6 +189,7 @@ class ModelHooks:
         """Remove every hook (harmless when called twice)."""
         self._optimizer_handle.remove()
         self._detach()
+        self._views.clear()
         handles, self.handles = self.handles, []
         for handle in handles:
             handle.remove()
@@ -335,7 +337,7 @@ class ModelHooks:
                             hi, last = None, self._last_sample
                             if relu and plain and last is not None and inputs and (
                                     inputs[0] is last[0]() and inputs[0]._version == last[1]):
-                                hi = last[2].clamp_min(0)  # the input's max, unchanged since
+                                hi = np.maximum(last[2], 0)  # the input's max, unchanged
                             sample = activation_sample_cpu(tensor, cls, plain, hi)
                             if sample is not None and not sample.reduced:
                                 self._last_sample = (weakref.ref(tensor), tensor._version,
@@ -380,13 +382,14 @@ class ModelHooks:
             if not ready:
                 return
             params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
-            pending.grad_idx += [i for i, _, _ in ready]
-            if _numpy_ready(params + grads):
+            idx = [i for i, _, _ in ready]
+            pending.grad_idx += idx
+            views = self._param_views(idx) if _numpy_ready(grads) else None
+            if views is not None:
                 # one concatenation (which is also the weights' copy), one segment sum
-                both = grads + params
-                flat = np.concatenate([t.numpy().reshape(-1) for t in both])
-                sq = np.add.reduceat(np.square(flat, dtype=np.float64),
-                                     _starts(tuple(t.numel() for t in both)))
+                flat = np.concatenate([g.numpy().reshape(-1) for g in grads] + views)
+                sq = np.add.reduceat(np.square(flat, dtype=np.float64), _starts(
+                    tuple(g.numel() for g in grads) + tuple(v.size for v in views)))
                 norms_ = np.sqrt(sq).tolist()
                 pending.grad_norm += norms_[:len(ready)]
                 pending.weight_norm += norms_[len(ready):]
@@ -470,23 +473,44 @@ class ModelHooks:
         if pending.grad_idx:
             idx = np.asarray(pending.grad_idx)
             with torch.no_grad():
-                now = [self._params[i]() for i in pending.grad_idx]
-                if any(p is None for p in now):
-                    return pending.step, act, None
-                now = [p.detach() for p in now]
-                if all(b is None for b in pending.before) and _numpy_ready(now):
+                views = (self._param_views(pending.grad_idx)
+                         if all(b is None for b in pending.before) else None)
+                if views is not None:
                     # all float CPU weights: the update from one subtraction, in float64
-                    sizes = tuple(p.numel() for p in now)
+                    sizes = tuple(v.size for v in views)
                     copy = [f for f, _ in pending.flat]
-                    d = np.subtract(np.concatenate([p.numpy().reshape(-1) for p in now]),
+                    d = np.subtract(np.concatenate(views),
                                     copy[0] if len(copy) == 1 else np.concatenate(copy),
                                     dtype=np.float64)
                     update = np.sqrt(np.add.reduceat(d * d, _starts(sizes)))
                     grad = (idx, None, np.stack([np.asarray(pending.grad_norm),
                                                  np.asarray(pending.weight_norm), update]))
                 else:  # norms stacked with other steps' when read (_grad_rows)
-                    grad = (idx, self._tensor_norms(pending, now), None)
+                    now = [self._params[i]() for i in pending.grad_idx]
+                    if any(p is None for p in now):
+                        return pending.step, act, None
+                    grad = (idx, self._tensor_norms(pending, [p.detach() for p in now]), None)
         return pending.step, act, grad
+
+    def _param_views(self, idx: list[int]) -> list[np.ndarray] | None:
+        """Flat numpy views of these parameters when all are dense float CPU tensors (else
+        ``None``), cached while each keeps its storage: optimizers update in place, and
+        a replaced ``.data`` has a new address (the cached view keeps the old one alive,
+        so the address cannot be reused while it is cached)."""
+        views, cache = [], self._views
+        for i in idx:
+            param = self._params[i]()
+            if param is None:
+                cache.clear()
+                return None
+            hit = cache.get(i)
+            if hit is None or hit[0] != param.data_ptr():
+                if not (_numpy_ready([param]) and param.is_contiguous()):
+                    return None  # (a contiguous tensor: reshape(-1) is then a view)
+                ptr = param.data_ptr()
+                hit = cache[i] = (ptr, param.detach().numpy().reshape(-1))
+            views.append(hit[1])
+        return views
 
     @staticmethod
     def _tensor_norms(pending: _Pending, now: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -128,6 +128,24 @@ def _numpy_summaries(a: np.ndarray) -> list[np.ndarray]:
             for row, ok, r in zip(out, finite, a)]
 
 
+def _finite_input(batch: Any) -> bool:
+    """False when the batch's input is a float CPU tensor or array holding NaN or inf: one
+    sum (NaN and inf propagate; a float32 overflow only costs a needless description)."""
+    x = batch_input(batch)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        if not (x.is_cpu and x.is_floating_point()) or x.numel() == 0:
+            return True
+        with np.errstate(all="ignore"):
+            total = (x.detach().numpy().sum() if x.dtype in (torch.float32, torch.float64)
+                     else float(x.double().sum()))
+        return math.isfinite(total)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size:
+        with np.errstate(all="ignore"):
+            return math.isfinite(x.sum())
+    return True
+
+
 class LoaderTap:
     """Timing and batch statistics for the batches a loader yields.
 
@@ -142,8 +160,10 @@ class LoaderTap:
 
     def __init__(self, *, every: int = 1, capture: int = 4, capacity: int = 10_000,
                  clock: Callable[[], float] = time.perf_counter,
-                 on_error: Callable[[str, BaseException], None] | None = None) -> None:
+                 on_error: Callable[[str, BaseException], None] | None = None,
+                 check_all: bool = False) -> None:
         self.every = every
+        self.check_all = check_all  # also describe any batch whose input is not finite
         self.clock = clock
         self.on_error = on_error or (lambda where, exc: None)
         self.wait = deque(maxlen=capacity)
@@ -205,8 +225,9 @@ class LoaderTap:
             if computed is not None:
                 self.compute.append(computed)
                 self.total_compute += computed
-            if (self.batches - 1) % self.every == 0:
-                self._describe(batch)
+            if (self.batches - 1) % self.every == 0 or (
+                    self.check_all and not _finite_input(batch)):
+                self._describe(batch)  # every n-th batch (and any with NaN/inf)
         except Exception as exc:
             self.on_error("the loader tap", exc)
 

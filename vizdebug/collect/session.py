@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 DEFAULT_EVERY = "auto"
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+TAP_EVERY = 10  # batch statistics of every n-th batch (all batches are timed)
+
 
 def _check_model(model: object) -> None:
     torch = sys.modules.get("torch")
@@ -76,7 +78,10 @@ class Session:
         self.log_store = ScalarLog()
         self._errors: dict[tuple[str, str], int] = {}
         self._error_lock = threading.Lock()
-        self.tap = LoaderTap(every=every if isinstance(every, int) else 10,
+        # Statistics of every 10th batch at most (each batch is timed); with every=1 each
+        # batch is also checked for NaN/inf (one sum) and described when it has any.
+        self.tap = LoaderTap(every=max(every, TAP_EVERY) if isinstance(every, int) else TAP_EVERY,
+                             check_all=every == 1,
                              on_error=self._on_error)
         if loader is not None:  # first: a refused loader must leave the model untouched
             self.tap.attach(loader)
