@@ -7,7 +7,7 @@ as the ratio of the best (least disturbed) repeats: CPU time only grows with dis
 
     python benchmarks/bench_overhead.py            # default: 5 repeats x 300 steps
     python benchmarks/bench_overhead.py --repeats 3 --steps 200
-    python benchmarks/bench_overhead.py --paired 3000   # vizdebug only, step by step
+    python benchmarks/bench_overhead.py --paired 3000   # vizdebug only, one model, step by step
 
 W&B runs in offline mode (nothing leaves the machine); it is skipped with a note when the
 package is missing. livelossplot draws with matplotlib's Agg backend (no window opens).
@@ -209,21 +209,22 @@ def configurations(with_wandb: bool) -> dict[str, Setup]:
 PHASES = ("next batch", "zero_grad + forward", "loss + backward", "optimizer step", "log")
 
 
-def _stepper(every: int | str | None) -> tuple[Callable[[np.ndarray], None], object]:
-    """One training step at a time, its phases timed in this thread's CPU time."""
-    model, loader = make_model(), make_loader()
+def _stepper(every: int | str) -> tuple[Callable[[np.ndarray, bool], None], object]:
+    """One training step at a time on one model, watched or plain (the collectors paused,
+    and batches from an untapped twin of the loader), its phases timed in CPU time."""
+    model, loader, twin = make_model(), make_loader(), make_loader()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    session = vd.watch(model, loader=loader, every=every) if every is not None else None
+    session = vd.watch(model, loader=loader, every=every)
 
-    def batches():
+    def batches(source):
         while True:
-            yield from loader
+            yield from source
 
-    it, clock = batches(), time.thread_time
+    tapped, untapped, clock = batches(loader), batches(twin), time.thread_time
 
-    def step(acc: np.ndarray) -> None:
+    def step(acc: np.ndarray, watched: bool) -> None:
         t0 = clock()
-        x, y = next(it)
+        x, y = next(tapped if watched else untapped)
         t1 = clock()
         opt.zero_grad()
         out = model(x)
@@ -233,28 +234,32 @@ def _stepper(every: int | str | None) -> tuple[Callable[[np.ndarray], None], obj
         t3 = clock()
         opt.step()
         t4 = clock()
-        if session is not None:
+        if watched:
             session.log(loss=loss)
         acc += (t1 - t0, t2 - t1, t3 - t2, t4 - t3, clock() - t4)
 
     return step, session
 
 
-def paired(steps: int, every: int | str) -> None:
-    """A watched and a plain copy of the run, stepped alternately (A B, B A, ...), each
-    step timed in thread CPU time: drifts of the shared machine hit both alike, and the
-    ratio gets a bootstrap 95% interval over blocks of 50 steps."""
-    watched, session = _stepper(every)
-    plain_step, _ = _stepper(None)
+def paired(steps: int, every: int | str) -> float:
+    """Watched and plain steps of the same model, alternately (A B, B A, ...): the plain
+    ones run inside ``session.paused()`` (every hook off, batches from an untapped twin
+    loader). One model, one process: no difference of memory placement between two
+    copies (which moved a plain-vs-plain comparison of two copies by up to 1.7%), and
+    drifts of the shared machine hit both alike. The ratio gets a bootstrap 95% interval
+    over blocks of 50 steps."""
+    step, session = _stepper(every)
     scratch = np.zeros(len(PHASES))
     for _ in range(30):
-        watched(scratch)
-        plain_step(scratch)
+        step(scratch, True)
     wa, pa = np.zeros((steps, len(PHASES))), np.zeros((steps, len(PHASES)))
     for i in range(steps):
-        first, second = ((watched, wa), (plain_step, pa)) if i % 2 else ((plain_step, pa), (watched, wa))
-        first[0](first[1][i])
-        second[0](second[1][i])
+        for watched in ((True, False) if i % 2 else (False, True)):
+            if watched:
+                step(wa[i], True)
+            else:
+                with session.paused():
+                    step(pa[i], False)
     session.close()
     w, p = wa.sum(axis=1), pa.sum(axis=1)
     blocks = steps // 50
@@ -268,6 +273,7 @@ def paired(steps: int, every: int | str) -> None:
     for k, name in enumerate(PHASES):
         print(f"| {name} | {1e6 * pa[:, k].mean():.1f} | {1e6 * wa[:, k].mean():.1f} | "
               f"{1e6 * (wa[:, k].mean() - pa[:, k].mean()):+.1f} |")
+    return w.sum() / p.sum()
 
 
 def main() -> None:
@@ -275,8 +281,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--paired", type=int, default=0, metavar="STEPS",
-                        help="vizdebug only: defaults and every=1 against a plain copy, stepped "
-                             "alternately for STEPS steps each (e.g. 3000), per phase")
+                        help="vizdebug only: defaults and every=1, watched and plain (paused) "
+                             "steps of one model alternately, STEPS of each (e.g. 3000), per phase")
     parser.add_argument("--width", type=int, default=16,
                         help="with --paired: channels of the first conv (64: a ~20 ms step)")
     args = parser.parse_args()

@@ -466,6 +466,37 @@ def test_a_crash_on_none_under_the_optimizer_clock_is_named_afterwards(monkeypat
     session.close()
 
 
+def test_paused_takes_every_hook_off_and_the_steps_are_not_counted():
+    model = mlp()
+    base = hook_count(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = [torch.randn(4, 6) for _ in range(6)]
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(12, 6)),
+                                         batch_size=4)
+    for every in (1, 2):
+        session = vd.watch(model, every=every, loader=loader)
+        sgd_step(model, opt)
+        with session.paused():
+            assert hook_count(model) == base
+            for _ in range(3):
+                sgd_step(model, opt)
+            for _ in loader:
+                pass
+        for _ in loader:
+            pass
+        for _ in range(3):
+            sgd_step(model, opt)
+        rec = session.records()
+        assert session.hooks.steps == 4 and rec.loader["batches"] == 3
+        assert rec.act_steps.tolist() == ([0, 1, 2, 3] if every == 1 else [0, 2])
+        session.close()
+        assert hook_count(model) == base
+        with session.paused():  # closed: nothing to pause, nothing comes back
+            assert hook_count(model) == base
+        assert hook_count(model) == base
+    del data
+
+
 def test_a_crash_on_none_between_samples_is_still_named():
     flaky = Flaky()
     model = nn.Sequential(nn.Linear(4, 4), flaky, nn.Linear(4, 2))

@@ -81,6 +81,27 @@ def test_auto_counts_what_a_sampled_step_really_took():
     assert 0.008 < overhead < 0.012
 
 
+def test_auto_leaves_paused_time_out():
+    """Time the collectors were paused (Session.paused) is neither a plain step nor part
+    of a sample: 1 s paused inside each sampled window changes nothing."""
+    clock, sampler = Clock(), StepSampler("auto", budget=0.01, clock=lambda: clock.t)
+    pending = False
+    for step in range(600):
+        if pending:
+            sampler.sample_done(step)
+            pending = False
+        if sampler.start_step(step):
+            sampler.begin_sample()
+            clock.t += 0.004
+            pending = True
+            clock.t += 1.0
+            sampler.exclude(1.0)
+        clock.t += 0.010
+    assert sampler.sample_cost == pytest.approx(0.004, rel=1e-3)
+    assert sampler.step_time == pytest.approx(0.010, rel=1e-3)
+    assert sampler.gap == 40
+
+
 def test_fixed_every_is_deterministic():
     sampler = StepSampler(4)
     assert [s for s in range(10) if sampler.start_step(s)] == [0, 4, 8]

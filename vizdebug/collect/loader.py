@@ -176,6 +176,7 @@ class LoaderTap:
         self.dtypes: dict[str, int] = {}
         self.captured: deque = deque(maxlen=capture)
         self.closed = False
+        self.paused = False  # batches are neither timed nor described (Session.paused)
         self._deferred: deque = deque()  # (batch index, flat copy) not summarised yet
         self._flush_lock = threading.Lock()
         self._loader_ref: weakref.ref | None = None
@@ -297,7 +298,7 @@ class TappedIterator:
         end = clock()
         computed = None if self._last is None else start - self._last
         self._last = end
-        if not self._tap.closed:
+        if not (self._tap.closed or self._tap.paused):
             self._tap.record(batch, end - start, computed)
         return batch
 

@@ -47,6 +47,19 @@ class SampleBuffer:
             if len(self._steps) > self.capacity:
                 self._thin()
 
+    def extend(self, steps: list[int], rows: list[np.ndarray]) -> None:
+        """:meth:`append` for several steps at once (one lock).
+
+        >>> buf = SampleBuffer(); buf.extend([3, 4], [np.zeros(2), np.ones(2)]); len(buf)
+        2
+        """
+        with self._lock:
+            self._steps += [int(step) for step in steps]
+            self._rows += rows
+            self.total += len(rows)
+            while len(self._steps) > self.capacity:
+                self._thin()
+
     def _thin(self) -> None:
         half = len(self._steps) // 2
         keep = [

@@ -61,9 +61,16 @@ class StepSampler:
         self.step_time: float | None = None
         self.gap = FIRST_GAP
         self._next = 0
-        self._mark: tuple[float, float, int] | None = None  # (clock, spent, step)
-        self._began: tuple[float, float] | None = None  # (clock, spent) of the sample
+        self.paused = 0.0  # seconds the collectors were paused (see exclude)
+        # (clock - paused, spent, step) when the last sample closed; (clock - paused,
+        # spent) when the current one began
+        self._mark: tuple[float, float, int] | None = None
+        self._began: tuple[float, float] | None = None
         self.sample_cost: float | None = None  # seconds a sample adds to its step
+
+    def exclude(self, seconds: float) -> None:
+        """Leave out time the collectors were paused: neither a step nor a sample."""
+        self.paused += seconds
 
     def charge(self, seconds: float) -> None:
         """Account time spent inside the collectors."""
@@ -79,7 +86,7 @@ class StepSampler:
     def begin_sample(self) -> None:
         """A sampled step starts (before its hooks are attached)."""
         if self.auto:
-            self._began = (self.clock(), self.spent)
+            self._began = (self.clock() - self.paused, self.spent)
 
     def sample_done(self, step: int) -> None:
         """A sample was closed at the start of ``step``: time the plain steps since the
@@ -92,7 +99,7 @@ class StepSampler:
         of it on a small CNN). Both are averaged over the last few samples."""
         if not self.auto:
             return
-        now = self.clock()
+        now = self.clock() - self.paused
         cost, began, self._began = self.cost, self._began, None
         if self._mark is not None:
             then, spent, first = self._mark

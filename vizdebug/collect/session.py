@@ -8,6 +8,7 @@ re-run cell) closes the previous session first, so hooks never pile up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -269,6 +270,29 @@ class Session:
         if self.store is not None:
             self.store.close("failed" if self.failed else "closed")
         self._notify_views()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Detach the collectors for a block of code between training steps (a profiling
+        run, a side experiment on the same model): no hook runs, loader batches are not
+        recorded, and ``"auto"`` leaves the time out of its step timing.
+
+        Examples
+        --------
+        >>> with session.paused():                # doctest: +SKIP
+        ...     profile_one_step(model)
+        """
+        if self.closed:
+            yield
+            return
+        self.hooks.pause()
+        self.tap.paused = True
+        try:
+            yield
+        finally:
+            self.tap.paused = False
+            if not self.closed:
+                self.hooks.resume()
 
     def _stop_collectors(self) -> None:
         self.hooks.remove()
