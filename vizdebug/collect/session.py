@@ -346,8 +346,11 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFA
         Per-layer statistics are taken every ``every``-th training step. ``"auto"`` (the
         default) spaces the samples so that they cost about 1% of the training time,
         measured as training runs (a few dozen steps apart for a small CNN on a CPU, every
-        few steps for a model whose steps are long). A module that crashes on a ``None``
-        input is named on any step.
+        few steps for a model whose steps are long). Steps are counted by the optimizer
+        that updates the model (by its forward passes until one steps, or in a loop that
+        updates weights by hand), so between samples no hook runs in the model. A module
+        that crashes on a ``None`` input is named on any step (in a notebook or the
+        interactive interpreter, from the exception they keep).
     store : path, optional
         Also write the run to this SQLite file (or a new file in this folder), from a
         background thread every couple of seconds: every logged point, the sampled
