@@ -73,7 +73,7 @@ class _Pending:
     def __init__(self, step: int) -> None:
         self.step = step
         self.act: list[tuple[int, Any]] = []
-        self.ready: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        self.ready: list[tuple[int, torch.Tensor]] = []  # (index, parameter) with a grad
         self.queued = False
         self.grad_idx: list[int] = []
         self.grad_norm: list[torch.Tensor] = []
@@ -394,7 +394,7 @@ class ModelHooks:
             if not self.sampling or current is None or param.grad is None:
                 return
             try:
-                current.ready.append((idx, param.detach(), param.grad.detach()))
+                current.ready.append((idx, param))  # read at the end of backward
                 if not current.queued:
                     current.queued = True
                     at_end_of_backward(lambda: self._reduce_grads(current))
@@ -413,13 +413,17 @@ class ModelHooks:
             ready, pending.ready, pending.queued = pending.ready, [], False
             if not ready:
                 return
+            ready = [(i, p, p.grad) for i, p in ready if p.grad is not None]
+            if not ready:
+                return
             params, grads = [p for _, p, _ in ready], [g for _, _, g in ready]
             idx = [i for i, _, _ in ready]
             pending.grad_idx += idx
             views = self._param_views(idx) if _numpy_ready(grads) else None
             if views is not None:
                 # one concatenation (which is also the weights' copy), one segment sum
-                flat = np.concatenate([g.numpy().reshape(-1) for g in grads] + views)
+                flat = np.concatenate([(g.detach() if g.requires_grad else g).numpy().reshape(-1)
+                                       for g in grads] + views)
                 sq = np.add.reduceat(np.square(flat, dtype=np.float64), _starts(
                     tuple(g.numel() for g in grads) + tuple(v.size for v in views)))
                 norms_ = np.sqrt(sq).tolist()
@@ -430,6 +434,8 @@ class ModelHooks:
                                      [tuple(p.shape) for p in params]))
             else:
                 with torch.no_grad():
+                    params = [p.detach() for p in params]
+                    grads = [g.detach() for g in grads]
                     both = norms(grads + params)  # one fused call for gradients and weights
                     pending.grad_norm += both[:len(ready)]
                     pending.weight_norm += both[len(ready):]
