@@ -20,6 +20,7 @@ import contextlib
 import gc
 import io
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -312,8 +313,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         run(plain, 30, workdir)  # warm-up
         for rep in range(args.repeats):
-            for name, setup in configs.items():
-                times[name].append(run(setup, args.steps, workdir))
+            # a new order each repeat: no configuration always runs just after the heavy
+            # ones, or always first (the machine drifts within a repeat too)
+            order = list(configs)
+            random.Random(rep).shuffle(order)
+            for name in order:
+                times[name].append(run(configs[name], args.steps, workdir))
             print(f"repeat {rep + 1}/{args.repeats} done", file=sys.stderr)
     plain_times = np.asarray(times["plain loop"])
     print(f"\n{args.repeats} repeats x {args.steps} steps, torch {torch.__version__}, "
