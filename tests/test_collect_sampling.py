@@ -39,9 +39,11 @@ def test_auto_spaces_samples_to_fit_the_budget():
     sampler = StepSampler("auto", budget=0.015, clock=clock)
     sampled = drive(sampler, clock, 400, plain=0.010, cost=0.003)
     assert sampled[0] == 0
-    # 3 ms per sample / (1.5% of 10 ms) = 20 steps between samples
+    # 3 ms per sample / (1.5% of 10 ms) = 20 steps between samples, once the gap may be
+    # as long as half the steps so far (early steps are sampled more densely)
     assert sampler.gap == 20
-    gaps = [b - a for a, b in zip(sampled[5:], sampled[6:])]
+    assert sampled[:5] == [0, 10, 20, 30, 45]
+    gaps = [b - a for a, b in zip(sampled, sampled[1:]) if a >= 45]
     assert set(gaps) == {20}
     overhead = 0.003 * len(sampled) / (0.010 * 400)
     assert overhead < 0.02
@@ -54,8 +56,10 @@ def test_auto_samples_often_when_steps_are_long_and_caps_the_gap():
     assert dense.gap == 1
     clock = Clock()
     sparse = StepSampler("auto", clock=clock)
-    drive(sparse, clock, 50, plain=0.001, cost=0.5)
+    sampled = drive(sparse, clock, 1000, plain=0.001, cost=0.5)
     assert sparse.gap == MAX_GAP
+    assert sampled[:4] == [0, 10, 20, 30]  # early: at most half the steps so far apart
+    assert sampled[-1] - sampled[-2] == MAX_GAP
 
 
 def test_auto_counts_what_a_sampled_step_really_took():

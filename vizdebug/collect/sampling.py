@@ -5,8 +5,9 @@ sampled step took than a plain one, and at least the time spent inside the colle
 and how long a training step takes without them, and leaves enough plain steps between
 two samples that sampling costs about ``budget`` of the training time. A small model with
 fast steps is sampled every few dozen steps; a large one, whose steps dwarf the
-statistics, every few steps. Step 0 is always sampled. Between samples the decision is
-one comparison: the clock is read only when a sample starts and ends."""
+statistics, every few steps. Step 0 is always sampled, and early steps more densely.
+Between samples the decision is one comparison: the clock is read only when a sample
+starts and ends."""
 
 from __future__ import annotations
 
@@ -119,6 +120,9 @@ class StepSampler:
         self._mark = (now, self.spent, step)
         if self.step_time:
             self.gap = math.ceil(self.sample_cost / (self.budget * self.step_time) - 1e-9)
-        self.gap = min(max(self.gap, 1), self.max_gap)
+        # Early steps are sampled more densely: the gap stays under half the steps so far
+        # (or FIRST_GAP): 0, 10, 20, 30, 45, 68, 102, ... so a short run still gets a few
+        # samples; over a long run this adds a logarithmic number of them.
+        self.gap = min(max(self.gap, 1), self.max_gap, max(step // 2, FIRST_GAP))
         self._next = step + self.gap - 1  # the sample itself ended one step ago
         self.cost = 0.0
