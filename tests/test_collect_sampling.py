@@ -62,22 +62,33 @@ def test_auto_samples_often_when_steps_are_long_and_caps_the_gap():
     assert sampled[-1] - sampled[-2] == MAX_GAP
 
 
-def test_auto_counts_what_a_sampled_step_really_took():
-    """Time outside the collectors' own functions (torch's hook machinery, caches) counts:
-    a sampled step 4 ms longer than a plain one costs 4 ms, though 1 ms was charged."""
-    clock, sampler = Clock(), StepSampler("auto", budget=0.01, clock=lambda: clock.t)
+def drive_timed(sampler: StepSampler, clock: Clock, steps: int, plain: float, extra: float,
+                charged: float = 0.0, paused: float = 0.0) -> list[int]:
+    """As ModelHooks drives it: a sampled step begins (``begin_sample``), takes ``extra``
+    seconds more than a plain one (``charged`` of them inside the collectors), and may be
+    paused for ``paused`` seconds (``Session.paused``)."""
     sampled, pending = [], False
-    for step in range(2000):
+    for step in range(steps):
         if pending:
             sampler.sample_done(step)
             pending = False
         if sampler.start_step(step):
             sampler.begin_sample()
             sampled.append(step)
-            sampler.charge(0.001)
-            clock.t += 0.004
+            sampler.charge(charged)
+            clock.t += extra + paused
+            sampler.exclude(paused)
             pending = True
-        clock.t += 0.010
+        clock.t += plain
+    return sampled
+
+
+def test_auto_counts_what_a_sampled_step_really_took():
+    """Time outside the collectors' own functions (torch's hook machinery, caches) counts:
+    a sampled step 4 ms longer than a plain one costs 4 ms, though 1 ms was charged."""
+    clock = Clock()
+    sampler = StepSampler("auto", budget=0.01, clock=clock)
+    sampled = drive_timed(sampler, clock, 2000, plain=0.010, extra=0.004, charged=0.001)
     assert sampler.sample_cost == pytest.approx(0.004)
     assert sampler.step_time == pytest.approx(0.010)
     assert sampler.gap == 40  # 4 ms / (1% of 10 ms); 10 if only the charged 1 ms counted
@@ -88,19 +99,9 @@ def test_auto_counts_what_a_sampled_step_really_took():
 def test_auto_leaves_paused_time_out():
     """Time the collectors were paused (Session.paused) is neither a plain step nor part
     of a sample: 1 s paused inside each sampled window changes nothing."""
-    clock, sampler = Clock(), StepSampler("auto", budget=0.01, clock=lambda: clock.t)
-    pending = False
-    for step in range(600):
-        if pending:
-            sampler.sample_done(step)
-            pending = False
-        if sampler.start_step(step):
-            sampler.begin_sample()
-            clock.t += 0.004
-            pending = True
-            clock.t += 1.0
-            sampler.exclude(1.0)
-        clock.t += 0.010
+    clock = Clock()
+    sampler = StepSampler("auto", budget=0.01, clock=clock)
+    drive_timed(sampler, clock, 600, plain=0.010, extra=0.004, paused=1.0)
     assert sampler.sample_cost == pytest.approx(0.004, rel=1e-3)
     assert sampler.step_time == pytest.approx(0.010, rel=1e-3)
     assert sampler.gap == 40
