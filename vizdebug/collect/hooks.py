@@ -142,10 +142,7 @@ class ModelHooks:
         self.step_handles: list[Any] = []
         if self.permanent:
             self._attach()
-        import torch.optim.optimizer as optim
-
-        self._optimizer_handle = optim.register_optimizer_step_post_hook(
-            _optimizer_hook(weakref.ref(self)))
+        self._optimizer_handle = self._hook_optimizers()
 
     @property
     def steps(self) -> int:
@@ -154,6 +151,12 @@ class ModelHooks:
         return self.step + (0 if self._clock is not None else 1)
 
     # -- registration -------------------------------------------------------------------
+    def _hook_optimizers(self) -> Any:
+        """The global optimizer step post-hook (held weakly: see :func:`_optimizer_hook`)."""
+        import torch.optim.optimizer as optim
+
+        return optim.register_optimizer_step_post_hook(_optimizer_hook(weakref.ref(self)))
+
     def _root_hooks(self, model: torch.nn.Module) -> list[Any]:
         return [model.register_forward_pre_hook(self._root_pre_hook),
                 model.register_forward_hook(self._root_post_hook, always_call=True)]
@@ -202,15 +205,12 @@ class ModelHooks:
         """Put back what :meth:`pause` took off (harmless when not paused)."""
         if self._paused_at is None or self._removed:
             return
-        import torch.optim.optimizer as optim
-
         self.sampler.exclude(self.sampler.clock() - self._paused_at)
         self._paused_at = None
         model = self.model_ref()
         if model is None:
             return
-        self._optimizer_handle = optim.register_optimizer_step_post_hook(
-            _optimizer_hook(weakref.ref(self)))
+        self._optimizer_handle = self._hook_optimizers()
         if self.handles:
             self.handles = self._root_hooks(model)
         if self.permanent or self.sampling or self._current is not None:
@@ -411,8 +411,6 @@ class ModelHooks:
 
             start = self.sampler.clock()
             ready, pending.ready, pending.queued = pending.ready, [], False
-            if not ready:
-                return
             ready = [(i, p, p.grad) for i, p in ready if p.grad is not None]
             if not ready:
                 return
@@ -589,74 +587,41 @@ class ModelHooks:
         return iter(_split(rows, [len(idx) for idx, _ in acts]))
 
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
-        if len(sealed) > 1 and self._read_block(sealed):
-            return
-        width = len(ACTIVATION_FIELDS) + 1
-        cpu_rows = self._cpu_rows(sealed)
-        grad_rows = self._grad_rows(sealed)
-        for step, act, grad in sealed:
-            if act is not None:
-                idx = np.asarray(act[0])
-                stats = (next(cpu_rows) if isinstance(act[1], list)
-                         else act[1].double().cpu().numpy())
-                row = np.full((len(self.module_paths), width), np.nan)
-                row[idx, :-1] = stats
-                row[idx, -1] = np.arange(idx.size)  # execution order within the step
-                self.activations.append(step, row)
-                self._note_nonfinite(step, row)
-            if grad is not None:
-                idx, norms = grad[0], next(grad_rows)
-                row = np.full((len(self.param_paths), len(GRAD_FIELDS)), np.nan)
-                row[idx] = norms
-                row[idx, 2] = norms[:, 2] / np.where(norms[:, 1] > 0, norms[:, 1], np.nan)
-                self.grads.append(step, row)
+        """Reduce the sealed steps (all CPU samples in one call, all device norms in one
+        read) and store their rows: consecutive steps that sampled the same modules and
+        parameters (every step of ``every=1``) go in as one ``(steps, rows, fields)``
+        block, a dozen numpy calls instead of a dozen per step."""
+        cpu_rows, grad_rows = self._cpu_rows(sealed), self._grad_rows(sealed)
+        acts = [(step, act[0], next(cpu_rows) if isinstance(act[1], list)
+                 else act[1].double().cpu().numpy()) for step, act, _ in sealed if act is not None]
+        grads = [(step, np.asarray(grad[0]), next(grad_rows))
+                 for step, _, grad in sealed if grad is not None]
+        for steps, idx, stats in _runs(acts):
+            block = np.full((len(steps), len(self.module_paths), len(ACTIVATION_FIELDS) + 1),
+                            np.nan)
+            block[:, idx, :-1] = stats
+            block[:, idx, -1] = np.arange(len(idx))  # execution order within the step
+            self.activations.extend(steps, list(block))
+            self._note_nonfinite(steps, block)
+        for steps, idx, values in _runs(grads):
+            rows = np.full((len(steps), len(self.param_paths), len(GRAD_FIELDS)), np.nan)
+            rows[:, idx] = values
+            weight = values[:, :, 1]
+            rows[:, idx, 2] = values[:, :, 2] / np.where(weight > 0, weight, np.nan)
+            self.grads.extend(steps, list(rows))
 
-    def _read_block(self, sealed: list[tuple[int, Any, Any]]) -> bool:
-        """:meth:`_read` of steps that all sampled the same modules on the CPU and took
-        the same gradients in numpy (``every=1`` on a CPU: the usual case), as whole
-        ``(steps, rows, fields)`` blocks: a dozen numpy calls instead of a dozen per step.
-        False (nothing read) when the steps differ."""
-        acts = [act for _, act, _ in sealed]
-        grads = [grad for _, _, grad in sealed]
-        first_act, first_grad = acts[0], grads[0]
-        if first_act is None or first_grad is None or first_grad[2] is None:
-            return False
-        if not isinstance(first_act[1], list) or any(
-                a is None or not isinstance(a[1], list) or a[0] != first_act[0] for a in acts):
-            return False
-        if any(g is None or g[2] is None or not np.array_equal(g[0], first_grad[0])
-               for g in grads):
-            return False
-        steps = [step for step, _, _ in sealed]
-        idx, k = np.asarray(first_act[0]), len(first_act[0])
-        classes = [self.module_classes[i] for i in first_act[0]] * len(sealed)
-        stats = cpu_activation_rows([s for a in acts for s in a[1]], classes)
-        block = np.full((len(sealed), len(self.module_paths), len(ACTIVATION_FIELDS) + 1),
-                        np.nan)
-        block[:, idx, :-1] = stats.reshape(len(sealed), k, -1)
-        block[:, idx, -1] = np.arange(k)  # execution order within the step
-        self.activations.extend(steps, list(block))
-        if not self._seen_nonfinite:
-            bad = np.flatnonzero((block[:, :, ACTIVATION_FIELDS.index("nonfinite")] > 0).any(1))
-            if bad.size:
-                self._note_nonfinite(steps[bad[0]], block[bad[0]])
-        gidx = first_grad[0]
-        norms = np.stack([g[2] for g in grads]).transpose(0, 2, 1)  # (steps, k, 3)
-        rows = np.full((len(sealed), len(self.param_paths), len(GRAD_FIELDS)), np.nan)
-        rows[:, gidx] = norms
-        weight = norms[:, :, 1]
-        rows[:, gidx, 2] = norms[:, :, 2] / np.where(weight > 0, weight, np.nan)
-        self.grads.extend(steps, list(rows))
-        return True
-
-    def _note_nonfinite(self, step: int, row: np.ndarray) -> None:
-        """Turn the first sampled non-finite activation into an event (warn/ignore modes)."""
+    def _note_nonfinite(self, steps: list[int], block: np.ndarray) -> None:
+        """Turn the first sampled non-finite activation into an event (warn/ignore modes):
+        ``block`` holds the rows of these steps."""
         if self._seen_nonfinite:
             return
-        bad = np.flatnonzero(row[:, ACTIVATION_FIELDS.index("nonfinite")] > 0)
-        if bad.size == 0:
+        nonfinite = block[:, :, ACTIVATION_FIELDS.index("nonfinite")] > 0
+        bad_steps = np.flatnonzero(nonfinite.any(1))
+        if bad_steps.size == 0:
             return
         self._seen_nonfinite = True
+        step, row = steps[bad_steps[0]], block[bad_steps[0]]
+        bad = np.flatnonzero(nonfinite[bad_steps[0]])
         first = bad[np.argmin(row[bad, -1])]
         path, cls = self.module_paths[first], self.module_classes[first]
         total = int(row[first, ACTIVATION_FIELDS.index("numel")])
@@ -696,6 +661,17 @@ class ModelHooks:
         with self._lock:
             sealed, self._sealed = self._sealed, []
             self._read(sealed)
+
+
+def _runs(items: list[tuple[int, Any, np.ndarray]]) -> Any:
+    """``(steps, index, stacked values)`` for each run of consecutive ``(step, index,
+    values)`` items with the same index (and so values of the same shape)."""
+    start = 0
+    for end in range(1, len(items) + 1):
+        if end == len(items) or not np.array_equal(items[end][1], items[start][1]):
+            run = items[start:end]
+            yield [step for step, _, _ in run], run[0][1], np.stack([v for _, _, v in run])
+            start = end
 
 
 def _optimizer_hook(ref: weakref.ref) -> Callable:
