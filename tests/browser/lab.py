@@ -162,6 +162,21 @@ class JupyterLab:
         )
         return page
 
+    def start_notebook(self, name: str, sources: list[str], timeout: float = 90):
+        """Write a notebook of these code cells under ``root``, open it and start running
+        every cell without waiting for them (the tests watch it run)."""
+        import nbformat
+
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(source) for source in sources]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}
+        nbformat.write(nb, self.root / name)
+        page = self.open(name, timeout)
+        # do not await the command's promise: it resolves only when every cell has run
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        return page
+
     def cells(self, page) -> dict:
         return page.evaluate(_CELLS_JS)
 

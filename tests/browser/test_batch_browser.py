@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -41,9 +40,8 @@ def test_notebook_grid_flags_and_paging(lab):
     assert clean.locator(".vd-cell").count() == 64
 
 
-def test_escaping_and_paging_while_the_kernel_is_busy(lab, lab_root):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
+def test_escaping_and_paging_while_the_kernel_is_busy(lab):
+    page = lab.start_notebook("busy.ipynb", [
         "import time, torch, vizdebug as vd\n"
         "from IPython.display import display\n"
         f"classes = ['cat', {EVIL!r}]\n"
@@ -51,12 +49,7 @@ def test_escaping_and_paging_while_the_kernel_is_busy(lab, lab_root):
         "classes=classes, n=4)\n"
         "display(v.next())\n"
         "time.sleep(180)  # busy: interrupted by the test"
-    )]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab_root / "busy.ipynb")
-    page = lab.open("busy.ipynb")
-    # do not await the command's promise: it resolves only when every cell has run
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    ])
     widget = page.locator(".jp-Notebook .vd-batch-widget").first
     widget.locator('.vd-batch[data-page="1"]').wait_for(timeout=60_000)
     # "busy" means the cell is still running (no execution count yet): ipykernel 7 reports

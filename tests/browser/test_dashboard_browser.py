@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import nbformat
 import pytest
 
 from .lab import POINTS_JS
@@ -59,15 +58,9 @@ def _training(lab, page) -> bool:
     return lab.cells(page)["cells"][1]["count"] is None
 
 
-def test_dashboard_updates_while_the_cell_runs(lab, lab_root):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(TRAIN),
-                nbformat.v4.new_code_cell("session.close()\nsession.findings()")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nbformat.write(nb, lab_root / "live.ipynb")
-    page = lab.open("live.ipynb")
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+def test_dashboard_updates_while_the_cell_runs(lab):
+    page = lab.start_notebook("live.ipynb",
+                              [SETUP, TRAIN, "session.close()\nsession.findings()"])
     page.locator(".jp-Notebook .vd-dash .js-plotly-plot").wait_for(timeout=90_000)
 
     counts, busy_counts = [], []

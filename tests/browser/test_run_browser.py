@@ -13,7 +13,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from .lab import POINTS_JS
@@ -46,14 +45,8 @@ def test_a_dashboard_follows_a_run_written_by_another_process(lab, lab_root):
         deadline = time.time() + 60
         while not run_file.exists() and time.time() < deadline:
             time.sleep(0.2)
-        nb = nbformat.v4.new_notebook()
-        nb.cells = [nbformat.v4.new_code_cell(
-            "import vizdebug as vd\nvd.open_run('job.sqlite').dashboard()")]
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                     "language": "python"}
-        nbformat.write(nb, lab_root / "follow.ipynb")
-        page = lab.open("follow.ipynb")
-        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+        page = lab.start_notebook(
+            "follow.ipynb", ["import vizdebug as vd\nvd.open_run('job.sqlite').dashboard()"])
         page.locator(".jp-Notebook .vd-dash .js-plotly-plot").wait_for(timeout=90_000)
         lab.wait_done(page, timeout=60)  # the cell is finished; the view keeps following
 
