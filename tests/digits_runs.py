@@ -204,3 +204,34 @@ def train(cfg: RunConfig, session_factory=None) -> tuple[nn.Module, Any]:
             val_loss, val_acc = evaluate(model, val_loader)
             session.log(val_loss=val_loss, val_acc=val_acc, epoch=epoch)
     return model, session
+
+
+# A training process that writes a stored run until it is killed (tests of following a
+# run from another process, and of reading it after a kill).
+_STORE_CHILD = """
+import sys, time, torch, vizdebug as vd
+import vizdebug.store.writer as w
+path, every, w.INTERVAL, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+session = vd.watch(model, store=path, every=every)
+start = time.monotonic()
+while time.monotonic() - start < 120:  # killed by the test long before
+    loss = (model(torch.randn(32, 8)) - 1).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    session.log(loss=loss)
+    time.sleep(pause)
+"""
+
+
+def start_store_child(path: Any, *, every: int, interval: float, pause: float) -> Any:
+    """Start :data:`_STORE_CHILD` writing to ``path`` (store interval ``interval`` s, a
+    ``pause`` s sleep per step); the caller kills it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    return subprocess.Popen(
+        [sys.executable, "-c", _STORE_CHILD, str(path), str(every), str(interval), str(pause)],
+        cwd=Path(__file__).resolve().parents[1])

@@ -24,7 +24,7 @@ from vizdebug.store import writer as store_writer
 from vizdebug.store.run import STALE_AFTER
 from vizdebug.store.schema import is_run_file
 
-from .digits_runs import RunConfig, train
+from .digits_runs import RunConfig, start_store_child, train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -230,22 +230,6 @@ def test_training_with_a_store_is_bitwise_identical(tmp_path):
         assert torch.equal(a, b)
 
 
-CHILD = textwrap.dedent("""
-    import sys, time, torch, vizdebug as vd
-    import vizdebug.store.writer as w
-    w.INTERVAL = 0.2
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    session = vd.watch(model, store=sys.argv[1], every=1)
-    for step in range(100000):
-        loss = model(torch.randn(16, 4)).pow(2).mean()
-        opt.zero_grad(); loss.backward(); opt.step()
-        session.log(loss=loss)
-        time.sleep(0.01)
-""")
-
-
 def _wait_for(predicate, timeout=60.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -258,7 +242,7 @@ def _wait_for(predicate, timeout=60.0):
 
 def test_another_process_follows_a_run_and_reads_it_after_a_kill(tmp_path):
     path = tmp_path / "live.sqlite"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], cwd=ROOT)
+    child = start_store_child(path, every=1, interval=0.2, pause=0.01)
     try:
         run = _wait_for(lambda: is_run_file(path) and vd.open_run(path))
         _wait_for(lambda: run.last_step >= 10)

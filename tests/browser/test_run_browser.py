@@ -7,40 +7,19 @@ interrupted."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
-import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
+from ..digits_runs import start_store_child
 from .lab import POINTS_JS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-
-JOB = textwrap.dedent("""
-    import sys, time, torch, vizdebug as vd
-    import vizdebug.store.writer as w
-    w.INTERVAL = 0.3
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    session = vd.watch(model, store=sys.argv[1], every=2)
-    start = time.monotonic()
-    while time.monotonic() - start < 120:  # killed by the test long before
-        loss = (model(torch.randn(32, 8)) - 1).pow(2).mean()
-        opt.zero_grad(); loss.backward(); opt.step()
-        session.log(loss=loss)
-        time.sleep(0.02)
-""")
-
 
 def test_a_dashboard_follows_a_run_written_by_another_process(lab, lab_root):
     run_file = lab_root / "job.sqlite"
-    job = subprocess.Popen([sys.executable, "-c", JOB, str(run_file)], cwd=REPO)
+    job = start_store_child(run_file, every=2, interval=0.3, pause=0.02)
     try:
         deadline = time.time() + 60
         while not run_file.exists() and time.time() < deadline:
