@@ -15,7 +15,7 @@ MODULES = [
     "vizdebug.collect.loader", "vizdebug.collect.samples", "vizdebug.collect.sampling",
     "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
     "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",
-    "vizdebug.analysis.training_records", "vizdebug.views._dashboard_figure",
+    "vizdebug.records", "vizdebug.analysis.dataset_scan", "vizdebug.views._dashboard_figure",
     "vizdebug.analysis.drift", "vizdebug.analysis.drift_input", "vizdebug.analysis.drift_findings",
     "vizdebug.analysis.sketches", "vizdebug.analysis.streaming", "vizdebug.views.drift",
 ]

@@ -6,7 +6,8 @@ functions that need them.
 
 from __future__ import annotations
 
-from .analysis.input_checks import check_batch, check_dataset
+from .analysis.dataset_scan import check_dataset
+from .analysis.input_checks import check_batch
 from .collect.session import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings

@@ -8,7 +8,7 @@ Codes are stable strings: new ones may be added, none is ever renamed.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -154,6 +154,25 @@ class Findings(list):
 
     def _repr_html_(self) -> str:
         return findings_html(self)
+
+
+def fmt_number(x: float) -> str:
+    """A number in three significant digits, for messages.
+
+    >>> fmt_number(0.0123456)
+    '0.0123'
+    """
+    return f"{x:.3g}"
+
+
+def fmt_indices(idx: Sequence[int], limit: int = 12) -> str:
+    """Indices for a message: the first ``limit``, then how many in all.
+
+    >>> fmt_indices(list(range(20)), limit=3)
+    '0, 1, 2, ... (20 in all)'
+    """
+    shown = ", ".join(str(i) for i in idx[:limit])
+    return shown + (f", ... ({len(idx)} in all)" if len(idx) > limit else "")
 
 
 def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothing looks wrong.") -> str:

@@ -11,9 +11,9 @@ import numpy as np
 from ..data.arrays import to_numpy
 from ..data.batch import Batch, make_batch, unpack
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from ..findings import Finding, Findings
+from ..findings import Finding, Findings, fmt_indices
 from .images import infer_scaling
-from .input_checks import _fmt_indices, image_findings, image_flags_for, label_balance
+from .input_checks import image_findings, image_flags_for, label_balance
 
 
 @dataclass
@@ -112,8 +112,8 @@ def _none_and_error_findings(scan: _Scan, n: int) -> list[Finding]:
     if scan.nones:
         out.append(Finding(
             "input-none", "error",
-            f"{len(scan.nones)} of {n} sampled items {'is' if len(scan.nones) == 1 else 'are'} None: indices {_fmt_indices(scan.nones)}",
-            where=_fmt_indices(scan.nones), evidence={"indices": scan.nones[:256]},
+            f"{len(scan.nones)} of {n} sampled items {'is' if len(scan.nones) == 1 else 'are'} None: indices {fmt_indices(scan.nones)}",
+            where=fmt_indices(scan.nones), evidence={"indices": scan.nones[:256]},
             hint="__getitem__ or a transform has a path that returns nothing (a missing "
                  "`return`, a failed file read swallowed by try/except); the default collate "
                  "will crash on these",
@@ -124,7 +124,7 @@ def _none_and_error_findings(scan: _Scan, n: int) -> list[Finding]:
             "dataset-error", "error",
             f"{len(bad)} of {n} sampled items raised or are not arrays; first, dataset[{bad[0]}]: "
             f"{scan.errors[bad[0]][:200]}",
-            where=_fmt_indices(bad), evidence={"indices": bad[:256]},
+            where=fmt_indices(bad), evidence={"indices": bad[:256]},
             hint="fix __getitem__ for these indices (corrupt files, out-of-range labels)",
         ))
     return out
@@ -142,8 +142,8 @@ def _shape_findings(scan: _Scan) -> list[Finding]:
     return [Finding(
         "shape-inconsistent", "warning",
         f"{len(odd)} of {len(scan.signatures)} items differ from the usual shape/dtype "
-        f"{common[0]} {common[1]}: {', '.join(others[:5])}; indices {_fmt_indices(odd)}",
-        where=_fmt_indices(odd), evidence={"indices": odd[:256], "usual": str(common)},
+        f"{common[0]} {common[1]}: {', '.join(others[:5])}; indices {fmt_indices(odd)}",
+        where=fmt_indices(odd), evidence={"indices": odd[:256], "usual": str(common)},
         hint="a transform that is skipped for some items (e.g. Resize only on a branch), mixed "
              "grey/RGB files (convert('RGB')), or float64 from numpy beside float32 tensors",
     )]
@@ -175,6 +175,19 @@ def _table_nonfinite(values: np.ndarray, keep: list[int]) -> list[Finding]:
     if not bad:
         return []
     return [Finding("input-nonfinite", "error",
-                    f"{len(bad)} of {len(keep)} items hold NaN/Inf: indices {_fmt_indices(bad)}",
-                    where=_fmt_indices(bad), evidence={"indices": bad[:256]},
+                    f"{len(bad)} of {len(keep)} items hold NaN/Inf: indices {fmt_indices(bad)}",
+                    where=fmt_indices(bad), evidence={"indices": bad[:256]},
                     hint="impute or drop missing values, or fix the transform that divides by 0")]
+
+
+def check_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
+    """Scan up to ``sample`` items of a dataset, naming the indices of every problem.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = [(np.random.rand(1, 8, 8), 0), (None, 1)]
+    >>> check_dataset(data).codes
+    ['input-none']
+    """
+    return scan_dataset(dataset, sample=sample, seed=seed)

@@ -7,13 +7,12 @@ that it can name the offending indices (None, NaN, odd shapes, labels out of bal
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..data.batch import Batch, make_batch, unpack
-from ..findings import Finding, Findings
+from ..findings import Finding, Findings, fmt_indices
 from .images import (
     NOT_NORMALIZED_ABS,
     Scaling,
@@ -29,11 +28,6 @@ FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, s
 IMBALANCE_WARN = 10.0  # largest / smallest class count
 IMBALANCE_INFO = 3.0
 SAME_LABEL_MIN_BATCH = 16
-
-
-def _fmt_indices(idx: Sequence[int], limit: int = 12) -> str:
-    shown = ", ".join(str(i) for i in idx[:limit])
-    return shown + (f", ... ({len(idx)} in all)" if len(idx) > limit else "")
 
 
 def check_batch(batch: Any, *, mean=None, std=None, layout: str = "auto") -> Findings:
@@ -123,7 +117,7 @@ def _flag_finding(canon: Batch, flags: list[list[str]], flag: str, n: int) -> li
     code, severity, one, many, hint = _FLAG_TEXT[flag]
     verb = one if len(hit) == 1 else many
     msg = f"{len(hit)} of {n} images {verb}"
-    return [Finding(code, severity, msg, where=_fmt_indices(hit),
+    return [Finding(code, severity, msg, where=fmt_indices(hit),
                     evidence={"indices": hit[:256], "count": len(hit), "of": n}, hint=hint)]
 
 
@@ -201,24 +195,9 @@ def table_findings(canon: Batch) -> list[Finding]:
     return [Finding(
         "input-nonfinite", "error",
         f"{len(rows)} of {len(frame)} rows hold NaN/Inf, in columns {', '.join(bad_cols[:10])}",
-        where=_fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
+        where=fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
         hint="impute or drop missing values before the model (SimpleImputer, dropna)",
     ), *_same_label_finding(canon.labels)]
-
-
-def check_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
-    """Scan up to ``sample`` items of a dataset, naming the indices of every problem.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> data = [(np.random.rand(1, 8, 8), 0), (None, 1)]
-    >>> check_dataset(data).codes
-    ['input-none']
-    """
-    from .dataset_scan import scan_dataset
-
-    return scan_dataset(dataset, sample=sample, seed=seed)
 
 
 def label_balance(labels: list[Any]) -> list[Finding]:

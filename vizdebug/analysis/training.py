@@ -14,6 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..findings import Finding, Findings
+from ..findings import fmt_number as _f
+from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
 from .training_curves import (
     loss_instability,
     rule_input_bound,
@@ -21,8 +23,6 @@ from .training_curves import (
     rule_underfitting,
     rule_unstable,
 )
-from .training_records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
-from .training_records import fmt as _f
 
 ACTIVATION_CLASSES = frozenset({
     "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",

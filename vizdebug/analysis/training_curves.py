@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..findings import Finding
+from ..findings import fmt_number as _f
+from ..records import TrainingRecords
 from .curves import rolling_median
-from .training_records import TrainingRecords
-from .training_records import fmt as _f
 
 # Calibrated on digits runs (tests/test_training_rules.py): clean runs ended at 4-6% of
 # their starting loss, stalled ones (lr 1e-6, shuffled labels) at 97-100%; spike shares

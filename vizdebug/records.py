@@ -1,5 +1,9 @@
-"""The records the training rules read: one narrow interface between collectors (or a
-stored run) and :mod:`vizdebug.analysis.training`. Pure numpy."""
+"""Record types and field tuples shared by every layer: the bottom of the package.
+
+Collectors (``collect/``) produce these records, the store (``store/``) writes and reads
+them back, the rules (``analysis/``) read them. Nothing here imports another vizdebug
+module, so every layer can import it without a cycle. Pure numpy.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,16 @@ from typing import Any
 
 import numpy as np
 
-ACTIVATION_FIELDS = ("mean", "std", "zero", "dead", "saturated", "nonfinite", "absmax", "numel",
-                     "order")
+#: What one sampled activation yields (computed in ``collect/``, defined in
+#: :mod:`vizdebug.analysis.activations`).
+ACTIVATION_STATS = ("mean", "std", "zero", "dead", "saturated", "nonfinite", "absmax", "numel")
+#: An activation record: the statistics plus the module's place in the step's call order.
+ACTIVATION_FIELDS = (*ACTIVATION_STATS, "order")
+#: A parameter record of a sampled step.
 GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
+#: A loader batch record (statistics of the batch's input).
+BATCH_FIELDS = ("min", "max", "mean", "std", "nonfinite", "numel")
+#: Metric name prefixes that mark an evaluation metric (not a training one).
 EVAL_PREFIXES = ("val_", "valid_", "validation_", "test_", "eval_")
 
 
@@ -68,8 +79,3 @@ class TrainingRecords:
 
 def _is_eval(name: str) -> bool:
     return name.startswith(EVAL_PREFIXES)
-
-
-def fmt(x: float) -> str:
-    """A number in three significant digits, for messages."""
-    return f"{x:.3g}"
