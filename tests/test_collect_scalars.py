@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from vizdebug.collect.scalars import ScalarLog, Series
+from vizdebug.collect.scalars import ScalarLog
 from vizdebug.errors import VizdebugError, VizdebugTypeError
+from vizdebug.records import Series
 
 
 def test_steps_count_themselves_and_eval_metrics_join_the_last_step():

@@ -6,6 +6,7 @@ functions that need them.
 
 from __future__ import annotations
 
+from ._version import __version__ as __version__
 from .analysis.dataset_scan import check_dataset
 from .analysis.input_checks import check_batch
 from .collect.session import Session, watch
@@ -15,8 +16,6 @@ from .report import report
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AnomalyError",

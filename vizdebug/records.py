@@ -1,14 +1,18 @@
 """Record types and field tuples shared by every layer: the bottom of the package.
 
 Collectors (``collect/``) produce these records, the store (``store/``) writes and reads
-them back, the rules (``analysis/``) read them. Nothing here imports another vizdebug
-module, so every layer can import it without a cycle. Pure numpy.
+them back, the rules (``analysis/``) read them, the views read a :class:`TrainingSource`.
+Here: the field tuples, :class:`TrainingRecords`, the bounded scalar :class:`Series`,
+the :class:`TrainingSource` protocol (a live Session or a stored Run) and
+:class:`RunDelta` (what a Session hands its run store at each write). Nothing here
+imports another vizdebug module, so every layer can import it without a cycle. Pure numpy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -79,3 +83,174 @@ class TrainingRecords:
 
 def _is_eval(name: str) -> bool:
     return name.startswith(EVAL_PREFIXES)
+
+
+
+# -- scalar series ------------------------------------------------------------------------
+
+
+def extreme_indices(arr: np.ndarray, max_points: int) -> np.ndarray:
+    """Sorted indices of about ``max_points`` points of the 1-d float ``arr`` that keep,
+    from each of ``max_points // 4`` equal buckets, the first point, the minimum, the
+    maximum and the first non-finite point (so one spike or one NaN in a million survives).
+    Unchecked: :func:`vizdebug.analysis.curves.minmax_indices` validates and calls it.
+
+    >>> extreme_indices(np.array([0.0, 0.0, 9.0, 0.0, 0.0, 0.0]), 4).tolist()
+    [0, 2, 5]
+    """
+    n = arr.size
+    if n <= max_points:
+        return np.arange(n)
+    n_buckets = max(1, max_points // 4)
+    width = -(-n // n_buckets)  # ceil
+    pad = n_buckets * width - n
+    finite = np.isfinite(arr)
+    hi = np.concatenate([np.where(finite, arr, -np.inf), np.full(pad, -np.inf)])
+    lo = np.concatenate([np.where(finite, arr, np.inf), np.full(pad, np.inf)])
+    bad = np.concatenate([~finite, np.zeros(pad, dtype=bool)]).reshape(n_buckets, width)
+    offsets = np.arange(n_buckets) * width
+    picks = [
+        offsets,
+        offsets + np.argmax(hi.reshape(n_buckets, width), axis=1),
+        offsets + np.argmin(lo.reshape(n_buckets, width), axis=1),
+        (offsets + np.argmax(bad, axis=1))[bad.any(axis=1)],
+        np.array([0, n - 1]),
+    ]
+    idx = np.unique(np.concatenate(picks))
+    return idx[idx < n]
+
+
+class Series:
+    """One metric's points, at most ``capacity`` of them (older ones thinned by min/max).
+
+    A live session's scalar log and a stored run's reader keep their points in these.
+
+    >>> s = Series(8)
+    >>> s.extend(np.arange(20), np.arange(20.0), np.zeros(20))
+    >>> s.total, s.size <= 8
+    (20, True)
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.step = np.empty(capacity, dtype=np.int64)
+        self.value = np.empty(capacity, dtype=float)
+        self.time = np.empty(capacity, dtype=float)
+        self.size = 0
+        self.total = 0
+
+    def extend(self, step: np.ndarray, value: np.ndarray, when: np.ndarray) -> None:
+        """Append points, compacting whenever the buffer is full."""
+        start = 0
+        while start < step.size:
+            if self.size == self.capacity:
+                self._compact()
+            n = min(self.capacity - self.size, step.size - start)
+            sl = slice(self.size, self.size + n)
+            self.step[sl] = step[start:start + n]
+            self.value[sl] = value[start:start + n]
+            self.time[sl] = when[start:start + n]
+            self.size += n
+            start += n
+        self.total += step.size
+
+    def _compact(self) -> None:
+        keep = extreme_indices(self.value[: self.size], self.capacity // 2)
+        n = keep.size
+        for arr in (self.step, self.value, self.time):
+            arr[:n] = arr[keep]
+        self.size = n
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Copies of ``(step, value, time)``."""
+        n = self.size
+        return self.step[:n].copy(), self.value[:n].copy(), self.time[:n].copy()
+
+
+# -- what the views read --------------------------------------------------------------------
+
+
+class ArraySource(Protocol):
+    """Something that gives an array now (a Session's system sampler, a Run's samples)."""
+
+    def array(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class TrainingSource(Protocol):
+    """What the views read: a live ``Session`` or a stored ``Run``.
+
+    ``state`` is ``running``, ``closed`` or ``failed`` (a stored run also ``ended`` or
+    ``interrupted``); ``version`` changes whenever something new was collected or written;
+    ``system.array()`` gives the ``(n, 4)`` process samples (time, cpu %, RSS MiB, GPU MiB);
+    ``state_findings()`` lists findings about the run's state itself (``Finding`` objects).
+    """
+
+    title: str
+    uses_plotly: bool
+    closed: bool
+    failed: str | None
+    state: str
+    system: ArraySource
+
+    @property
+    def version(self) -> Any: ...
+
+    def records(self, *, flush: bool = True) -> TrainingRecords: ...
+
+    def state_findings(self) -> Sequence[Any]: ...
+
+    def scalars(self) -> Any: ...
+
+    def captured_batches(self) -> list[Any]: ...
+
+
+# -- what a run store is handed -----------------------------------------------------------
+
+#: A chunk of resolved scalar points: ``(steps, names, values, times)``.
+ScalarChunk = tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]
+
+
+@dataclass
+class RunDelta:
+    """What happened since the last write to a run store: plain records, no collector.
+
+    ``samples`` holds ``(kind, steps, rows)`` blocks, ``kind`` being ``activations`` or
+    ``grads`` and ``rows`` shaped ``(len(steps), width, fields)``; ``system`` the new
+    :data:`vizdebug.collect.system.SYSTEM_FIELDS` tuples. ``events``, ``errors`` and
+    ``loader`` are whole snapshots, ``None`` when unchanged since the last delta; ``errors``
+    are ``(where, message, count)``; ``loader`` may hold numpy arrays. ``batch`` is the
+    newest captured batch as arrays (input first, then the target), already cut to size;
+    empty when there is no new one. ``meta`` is written as run settings (the first delta
+    of a run carries the start meta: vizdebug version, model class, module paths...);
+    ``failed`` the text of the exception that ended the run.
+
+    >>> a = RunDelta(system=[(0.0, 1.0, 2.0, 3.0)], errors=[("x", "boom", 1)])
+    >>> b = a.absorb(RunDelta(system=[(1.0, 1.0, 2.0, 3.0)], meta={"every": 2}))
+    >>> len(b.system), b.errors, b.meta
+    (2, [('x', 'boom', 1)], {'every': 2})
+    """
+
+    scalars: list[ScalarChunk] = field(default_factory=list)
+    samples: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)
+    system: list[tuple[float, float, float, float]] = field(default_factory=list)
+    events: list[dict[str, Any]] | None = None
+    errors: list[tuple[str, str, int]] | None = None
+    loader: dict[str, Any] | None = None
+    batch: list[np.ndarray] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    failed: str | None = None
+
+    def absorb(self, later: RunDelta) -> RunDelta:
+        """This delta followed by ``later``, as one (a write that failed goes again with
+        the next): appended parts are joined, snapshots taken from the newer one."""
+        def newer(name: str) -> Any:
+            value = getattr(later, name)
+            return getattr(self, name) if value is None else value
+
+        return replace(
+            self, scalars=[*self.scalars, *later.scalars],
+            samples=[*self.samples, *later.samples], system=[*self.system, *later.system],
+            events=newer("events"), errors=newer("errors"), loader=newer("loader"),
+            batch=later.batch or self.batch, meta={**self.meta, **later.meta},
+            failed=newer("failed"))

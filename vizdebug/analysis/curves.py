@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import VizdebugError
+from ..records import extreme_indices
 
 
 def _as_1d(values: object, name: str) -> np.ndarray:
@@ -76,26 +77,7 @@ def minmax_indices(y: object, max_points: int) -> np.ndarray:
     arr = _as_1d(y, "y")
     if max_points < 4:
         raise VizdebugError(f"max_points must be at least 4, got {max_points!r}")
-    n = arr.size
-    if n <= max_points:
-        return np.arange(n)
-    n_buckets = max(1, max_points // 4)
-    width = -(-n // n_buckets)  # ceil
-    pad = n_buckets * width - n
-    finite = np.isfinite(arr)
-    hi = np.concatenate([np.where(finite, arr, -np.inf), np.full(pad, -np.inf)])
-    lo = np.concatenate([np.where(finite, arr, np.inf), np.full(pad, np.inf)])
-    bad = np.concatenate([~finite, np.zeros(pad, dtype=bool)]).reshape(n_buckets, width)
-    offsets = np.arange(n_buckets) * width
-    picks = [
-        offsets,
-        offsets + np.argmax(hi.reshape(n_buckets, width), axis=1),
-        offsets + np.argmin(lo.reshape(n_buckets, width), axis=1),
-        (offsets + np.argmax(bad, axis=1))[bad.any(axis=1)],
-        np.array([0, n - 1]),
-    ]
-    idx = np.unique(np.concatenate(picks))
-    return idx[idx < n]
+    return extreme_indices(arr, max_points)
 
 
 def downsample(x: object, y: object, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.curves import minmax_indices
 from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..records import EVAL_PREFIXES, Series
 
 _NUMBER_TYPES = (float, int, bool)
-EVAL_PREFIXES = ("val_", "valid_", "validation_", "test_", "eval_")
 EPOCH_NAMES = ("epoch", "lr")
 
 
@@ -38,45 +37,6 @@ def is_eval_metric(name: str) -> bool:
     (True, False)
     """
     return name.startswith(EVAL_PREFIXES) or name in EPOCH_NAMES
-
-
-class Series:
-    """One metric's points, at most ``capacity`` of them (older ones thinned by min/max)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.step = np.empty(capacity, dtype=np.int64)
-        self.value = np.empty(capacity, dtype=float)
-        self.time = np.empty(capacity, dtype=float)
-        self.size = 0
-        self.total = 0
-
-    def extend(self, step: np.ndarray, value: np.ndarray, when: np.ndarray) -> None:
-        """Append points, compacting whenever the buffer is full."""
-        start = 0
-        while start < step.size:
-            if self.size == self.capacity:
-                self._compact()
-            n = min(self.capacity - self.size, step.size - start)
-            sl = slice(self.size, self.size + n)
-            self.step[sl] = step[start:start + n]
-            self.value[sl] = value[start:start + n]
-            self.time[sl] = when[start:start + n]
-            self.size += n
-            start += n
-        self.total += step.size
-
-    def _compact(self) -> None:
-        keep = minmax_indices(self.value[: self.size], self.capacity // 2)
-        n = keep.size
-        for arr in (self.step, self.value, self.time):
-            arr[:n] = arr[keep]
-        self.size = n
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Copies of ``(step, value, time)``."""
-        n = self.size
-        return self.step[:n].copy(), self.value[:n].copy(), self.time[:n].copy()
 
 
 def _check_value(name: str, value: Any) -> Any:
