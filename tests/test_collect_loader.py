@@ -131,3 +131,57 @@ def test_tensor_batch_summary_matches_direct_computation():
         a = x.double().numpy().ravel()  # float64 non-contiguous, float16 (torch path)
         np.testing.assert_allclose(batch_summary(x)[2],
                                    [a.min(), a.max(), a.mean(), a.std(), 0, a.size], rtol=1e-3)
+
+
+class LabelFirstDicts(Dataset):
+    """Items as dicts whose first key is the label (as many Hugging Face style datasets)."""
+
+    def __len__(self) -> int:
+        return 16
+
+    def __getitem__(self, i: int):
+        return {"label": i % 2, "image": torch.full((1, 4, 4), float(i) / 16)}
+
+
+def test_a_dict_batch_with_the_label_key_first_is_read_by_one_rule(tmp_path):
+    """The tap describes, and the run stores, the images, as show_batch shows them (the
+    tap used to take the dict's first value: the labels)."""
+    loader = DataLoader(LabelFirstDicts(), batch_size=8)
+    model = torch.nn.Linear(16, 2)
+    path = tmp_path / "dicts.sqlite"
+    with vd.watch(model, loader=loader, every=1, store=path) as session:
+        for batch in loader:
+            model(batch["image"].flatten(1)).sum().backward()
+    assert session.records().loader["shapes"] == {"(8, 1, 4, 4)": 1}  # the first batch
+    stored = vd.open_run(path).captured_batches()[-1]
+    assert stored[0].shape == (8, 1, 4, 4) and stored[1].tolist() == [0, 1] * 4
+    view = vd.show_batch(next(iter(loader)))
+    assert view.pages[0].n_items == 8 and "layout NCHW" in view.to_html()
+
+
+@pytest.mark.parametrize(("batch", "input_shape", "target"), [
+    ({"label": np.arange(3), "image": np.zeros((3, 2))}, (3, 2), [0, 1, 2]),
+    ({"labels": np.arange(3), "input_ids": np.zeros((3, 7))}, (3, 7), [0, 1, 2]),
+    ((np.zeros((3, 1, 4, 4)), np.zeros((3, 1, 8, 8))), (3, 1, 4, 4), None),  # (lo-res, hi-res)
+    ([np.zeros((3, 5))], (3, 5), None),  # a TensorDataset of inputs only
+    ((np.zeros((3, 5)), np.arange(3), "meta"), (3, 5), [0, 1, 2]),
+])
+def test_split_batch_names_the_input_and_the_target(batch, input_shape, target):
+    from vizdebug.data.batch import batch_arrays, split_batch
+
+    parts = split_batch(batch)
+    assert parts.input.shape == input_shape
+    if target is not None:
+        assert parts.target.tolist() == target
+    assert batch_arrays(batch, 1 << 20)[0].shape == input_shape
+
+
+def test_split_batch_reads_an_object_with_named_parts():
+    from vizdebug.data.batch import split_batch
+
+    class Sample:
+        def __init__(self) -> None:
+            self.image, self.label = np.zeros((2, 3, 4, 4)), np.array([1, 0])
+
+    parts = split_batch(Sample())
+    assert parts.input.shape == (2, 3, 4, 4) and parts.target.tolist() == [1, 0]

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from ..data.batch import split_batch
 from ..errors import VizdebugTypeError, describe
 from .samples import SampleBuffer
 
-BATCH_FIELDS = ("min", "max", "mean", "std", "nonfinite", "numel")
 # A small float CPU batch is copied (the loop may change it in place) and summarised with
 # the next ones, this many at a time, in one set of numpy calls: with caches cold from the
 # training step, a dozen numpy calls per batch cost ~60 us there (12 us warm).
@@ -31,18 +31,6 @@ DEFER_BATCHES = 8
 DEFER_MAX_NUMEL = 1 << 16
 _TAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TAPPED_CLASSES: dict[type, type] = {}
-
-
-def batch_input(batch: Any) -> Any:
-    """The model input in a batch: the batch itself, its first item, or a dict's first tensor."""
-    if isinstance(batch, dict):
-        for value in batch.values():
-            if hasattr(value, "shape"):
-                return value
-        return None
-    if isinstance(batch, (tuple, list)) and batch:
-        return batch[0]
-    return batch
 
 
 def batch_summary(x: Any) -> tuple[str, str, np.ndarray] | None:
@@ -131,7 +119,7 @@ def _numpy_summaries(a: np.ndarray) -> list[np.ndarray]:
 def _finite_input(batch: Any) -> bool:
     """False when the batch's input is a float CPU tensor or array holding NaN or inf: one
     sum (NaN and inf propagate; a float32 overflow only costs a needless description)."""
-    x = batch_input(batch)
+    x = split_batch(batch).input
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         if not (x.is_cpu and x.is_floating_point()) or x.numel() == 0:
@@ -233,7 +221,7 @@ class LoaderTap:
             self.on_error("the loader tap", exc)
 
     def _describe(self, batch: Any) -> None:
-        x = batch_input(batch)
+        x = split_batch(batch).input
         self.captured.append(batch)
         flat = _deferrable(x)
         if flat is not None:

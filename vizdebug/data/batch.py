@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .._env import is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from .arrays import is_arraylike, is_pil, to_numpy
+from .arrays import is_arraylike, is_pil, tensor_to_numpy, to_numpy
 from .layout import LAYOUTS, infer_layout, to_nchw
 
 IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
@@ -48,8 +48,79 @@ class Batch:
         return self.indices[k] if self.indices is not None else k
 
 
+class BatchParts(NamedTuple):
+    """Which element of a batch is the model's input and which its target."""
+
+    input: Any
+    target: Any
+
+
+def split_batch(batch: Any) -> BatchParts:
+    """The one rule for "which element of a batch is the input": used by ``show_batch``,
+    the checks, the loader tap and the run store alike. Never raises.
+
+    - a dict (or an object with such attributes): the first of :data:`IMAGE_KEYS` is the
+      input and the first of :data:`LABEL_KEYS` the target, in that order of preference
+      whatever the dict's own order; without a known input key, the first array-like value
+      that is not under a label key (``None`` when there is none);
+    - ``(x, y, ...)`` tuples and DataLoader's ``[x, y]`` lists: the first element is the
+      input and the second the target, when the second is a scalar or holds one entry per
+      input item; a one-element ``[x]`` (a ``TensorDataset`` of inputs only) is ``x``;
+    - anything else (an array, a tensor, a list of images) is the input itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> parts = split_batch({"label": np.arange(2), "image": np.zeros((2, 1, 4, 4))})
+    >>> parts.input.shape, parts.target.tolist()
+    ((2, 1, 4, 4), [0, 1])
+    >>> split_batch([np.zeros((3, 5))]).input.shape
+    (3, 5)
+    """
+    if isinstance(batch, Mapping):
+        return _split_keyed(batch, batch.get)
+    if isinstance(batch, (tuple, list)):
+        if len(batch) == 1 and _has_items(batch[0]):
+            return BatchParts(batch[0], None)
+        if len(batch) >= 2 and _looks_like_xy(batch) and (
+                isinstance(batch, tuple) or _list_xy(batch)):
+            return BatchParts(batch[0], batch[1])
+        return BatchParts(batch, None)
+    if not (is_arraylike(batch) or _is_frame(batch)) and _has_named_parts(batch):
+        return _split_keyed(batch, lambda k: getattr(batch, k, None))
+    return BatchParts(batch, None)
+
+
+def _split_keyed(batch: Any, get: Any) -> BatchParts:
+    names = list(batch) if isinstance(batch, Mapping) else [
+        k for k in (*IMAGE_KEYS, *LABEL_KEYS) if hasattr(batch, k)]
+    x_key = next((k for k in IMAGE_KEYS if k in names), None)
+    y_key = next((k for k in LABEL_KEYS if k in names), None)
+    if x_key is None and isinstance(batch, Mapping):
+        x_key = next((k for k in names if k not in LABEL_KEYS and _has_items(batch[k])), None)
+    return BatchParts(get(x_key) if x_key is not None else None,
+                      get(y_key) if y_key is not None else None)
+
+
+def _list_xy(batch: list) -> bool:
+    """A list is ``[x, y]`` (DataLoader collates tuples into lists) or ``[x, y, ...]``
+    with one target per input; a list of images with a ``None`` among them is not."""
+    y = batch[1]
+    return y is not None and (len(batch) == 2 or item_count(y) == item_count(batch[0]))
+
+
+def _has_items(obj: Any) -> bool:
+    shape = getattr(obj, "shape", None)
+    return shape is not None and len(shape) >= 1 and not is_pil(obj)
+
+
+def _has_named_parts(obj: Any) -> bool:
+    return any(hasattr(obj, k) for k in IMAGE_KEYS if k not in ("data",))
+
+
 def unpack(batch: Any, what: str = "batch") -> tuple[Any, Any]:
-    """Split a batch into (inputs, labels): ``(x, y, ...)`` tuples, dicts, or bare inputs.
+    """Split a batch into ``(inputs, labels)`` by :func:`split_batch`, strictly: a dict
+    that names no input raises a :class:`VizdebugError` listing its keys.
 
     Examples
     --------
@@ -57,13 +128,12 @@ def unpack(batch: Any, what: str = "batch") -> tuple[Any, Any]:
     >>> y
     [0]
     """
-    if isinstance(batch, Mapping):
-        return _unpack_mapping(batch, what)
-    if isinstance(batch, tuple) and len(batch) >= 2 and _looks_like_xy(batch):
-        return batch[0], batch[1]
-    if isinstance(batch, list) and len(batch) == 2 and _looks_like_xy(batch):
-        return batch[0], batch[1]  # DataLoader collates (x, y) samples into a list
-    return batch, None
+    if isinstance(batch, Mapping) and not any(k in batch for k in IMAGE_KEYS):
+        raise VizdebugError(
+            f"{what} is a dict with keys {list(batch)[:10]}; none of them names the inputs. "
+            f"Use one of {list(IMAGE_KEYS)} or pass batch[<your key>] directly."
+        )
+    return tuple(split_batch(batch))
 
 
 def _looks_like_xy(seq: tuple | list) -> bool:
@@ -73,7 +143,11 @@ def _looks_like_xy(seq: tuple | list) -> bool:
     if np.isscalar(y) or y is None or getattr(y, "ndim", None) == 0:
         return True
     n_x = item_count(x)
-    return n_x is not None and item_count(y) == n_x and getattr(y, "ndim", 1) <= 2
+    if n_x is None or item_count(y) != n_x:
+        return False
+    # a batch of images is 4-D (its target may be a mask or an image); two same-sized
+    # single images in a list are two items, not (x, y)
+    return getattr(y, "ndim", 1) <= 2 or getattr(x, "ndim", 0) >= 4
 
 
 def item_count(obj: Any) -> int | None:
@@ -84,17 +158,6 @@ def item_count(obj: Any) -> int | None:
     if shape is not None:
         return int(shape[0]) if len(shape) else None
     return len(obj) if isinstance(obj, (list, tuple)) else None
-
-
-def _unpack_mapping(batch: Mapping, what: str) -> tuple[Any, Any]:
-    x_key = next((k for k in IMAGE_KEYS if k in batch), None)
-    if x_key is None:
-        raise VizdebugError(
-            f"{what} is a dict with keys {list(batch)[:10]}; none of them names the inputs. "
-            f"Use one of {list(IMAGE_KEYS)} or pass batch[<your key>] directly."
-        )
-    y_key = next((k for k in LABEL_KEYS if k in batch), None)
-    return batch[x_key], (batch[y_key] if y_key else None)
 
 
 def _is_frame(obj: Any) -> bool:
@@ -220,3 +283,36 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
             f"{what} has {n} inputs but {len(arr)} labels ({describe(y)}); they must match"
         )
     return [v.item() if hasattr(v, "item") else v for v in arr]
+
+
+def batch_arrays(batch: Any, max_bytes: int) -> list[np.ndarray]:
+    """The input of a batch (and its target, when it holds one entry per input) as numeric
+    numpy arrays of at most ``max_bytes`` each (cut to their first items): what a run
+    stores of a captured batch. ``[]`` when the input is not one numeric array.
+
+    >>> arrays = batch_arrays({"label": np.arange(4), "image": np.zeros((4, 1, 2, 2))}, 1 << 20)
+    >>> [a.shape for a in arrays]
+    [(4, 1, 2, 2), (4,)]
+    """
+    parts = split_batch(batch)
+    x = _numeric(parts.input)
+    if x is None or x.ndim == 0:
+        return []
+    rows = max(1, min(x.shape[0], max_bytes // max(1, x[:1].nbytes)))
+    out = [x[:rows]]
+    y = _numeric(parts.target)
+    if y is not None and y.ndim >= 1 and y.shape[0] == x.shape[0]:
+        out.append(y[:rows])
+    return out
+
+
+def _numeric(value: Any) -> np.ndarray | None:
+    """A tensor or array as a numeric numpy array (on the CPU), else ``None``."""
+    if is_tensor(value):
+        try:
+            value = tensor_to_numpy(value)
+        except VizdebugTypeError:  # complex
+            return None
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return value
+    return None
