@@ -16,7 +16,8 @@ MODULES = [
     "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
     "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",
     "vizdebug.records", "vizdebug.analysis.dataset_scan", "vizdebug.views._dashboard_figure",
-    "vizdebug.analysis.drift", "vizdebug.analysis.drift_input", "vizdebug.analysis.drift_findings",
+    "vizdebug.analysis.drift", "vizdebug.data.tables", "vizdebug.analysis.drift_findings",
+    "vizdebug.analysis.drift_compare", "vizdebug.analysis.drift_time",
     "vizdebug.analysis.sketches", "vizdebug.analysis.streaming", "vizdebug.views.drift",
 ]
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vizdebug import VizdebugError
-from vizdebug.analysis.drift_input import infer_kind
+from vizdebug.data.tables import infer_kind
 from vizdebug.views.drift import compare_distributions
 
 

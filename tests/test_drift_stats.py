@@ -18,7 +18,7 @@ from vizdebug.analysis.drift import (
     ks_wasserstein_sorted,
     psi_from_counts,
 )
-from vizdebug.analysis.drift_input import columns_for
+from vizdebug.data.tables import columns_for
 
 
 def _ours(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, str]:

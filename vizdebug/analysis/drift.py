@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..data.tables import Column
 from . import sketches
-from .drift_input import Column
 
 EXACT_KS_MAX_N = 10_000  # scipy's 'auto' switches from exact to asymptotic above this
 ID_SAMPLE = 20_000
@@ -315,7 +315,7 @@ def compare_columns(
 
     Examples
     --------
-    >>> from vizdebug.analysis.drift_input import columns_for
+    >>> from vizdebug.data.tables import columns_for
     >>> rng = np.random.default_rng(0)
     >>> pairs, _, _ = columns_for({"x": rng.normal(size=500)}, {"x": rng.normal(1, size=500)})
     >>> compare_columns(pairs)[0].drifted

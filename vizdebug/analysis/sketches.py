@@ -42,13 +42,23 @@ def make_buckets(time: np.ndarray, n: int = 24, is_datetime: bool = True) -> Buc
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
     """
     finite = np.isfinite(time)
-    lo, hi = (float(time[finite].min()), float(time[finite].max())) if finite.any() else (0.0, 1.0)
-    if hi <= lo:
-        hi = lo + 1.0
-    edges = np.linspace(lo, hi, n + 1)
+    span = (float(time[finite].min()), float(time[finite].max())) if finite.any() else (0.0, 1.0)
+    edges = bucket_edges(*span, n)
+    return Buckets(bucket_ids(time, edges), edges, is_datetime)
+
+
+def bucket_edges(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n + 1`` equal-width edges from ``lo`` to ``hi`` (a zero span is widened to 1)."""
+    return np.linspace(lo, hi if hi > lo else lo + 1.0, n + 1)
+
+
+def bucket_ids(time: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bucket of each time value (-1 where it is not finite); the ends are clipped in."""
+    n, lo, hi = len(edges) - 1, edges[0], edges[-1]
+    finite = np.isfinite(time)
     ids = np.full(len(time), -1, dtype=np.int64)
     ids[finite] = np.clip(((time[finite] - lo) / (hi - lo) * n).astype(np.int64), 0, n - 1)
-    return Buckets(ids, edges, is_datetime)
+    return ids
 
 
 def _round(x: np.ndarray) -> list[float]:
@@ -101,10 +111,9 @@ def numeric_sketch(a: np.ndarray, b: np.ndarray, cur_values: np.ndarray,
 
 def _bucket_hist(values: np.ndarray, buckets: Buckets, lo: float, hi: float) -> np.ndarray:
     ok = np.isfinite(values) & (buckets.ids >= 0)
-    v = values[ok]
-    bins = np.clip(((v - lo) / (hi - lo) * DISPLAY_BINS).astype(np.int64), 0, DISPLAY_BINS - 1)
-    flat = np.bincount(buckets.ids[ok] * DISPLAY_BINS + bins, minlength=buckets.n * DISPLAY_BINS)
-    return flat.reshape(buckets.n, DISPLAY_BINS)
+    bins = np.full(len(values), -1, dtype=np.int64)
+    bins[ok] = np.clip(((values[ok] - lo) / (hi - lo) * DISPLAY_BINS).astype(np.int64), 0, DISPLAY_BINS - 1)
+    return bucket_table(buckets.ids, bins, buckets.n, DISPLAY_BINS)
 
 
 def category_counts(ref: Any, cur: Any) -> tuple[list[str], np.ndarray, np.ndarray, float, float]:
@@ -161,11 +170,19 @@ def _bucket_counts(values: Any, names: list[str], has_other: bool, buckets: Buck
     import pandas as pd
 
     codes, uniques = pd.factorize(pd.Series(values) if not isinstance(values, pd.Series) else values)
+    idx = category_index(list(uniques), names, has_other)[codes]  # code -1 (missing) picks the trailing -1
+    return bucket_table(buckets.ids, idx, buckets.n, len(names))
+
+
+def category_index(uniques: list[Any], names: list[str], has_other: bool) -> np.ndarray:
+    """Position in a sketch's ``names`` of each distinct value (compared as a string), the
+    last name for values folded into "(other)", and a trailing -1 for missing values."""
     index = {name: i for i, name in enumerate(names[:-1] if has_other else names)}
     other = len(names) - 1 if has_other else -1
-    lut = np.array([index.get(str(u), other) for u in uniques] + [-1], dtype=np.int64)
-    idx = lut[codes]  # code -1 (missing) picks the trailing -1
-    ok = (idx >= 0) & (buckets.ids >= 0)
-    k = len(names)
-    flat = np.bincount(buckets.ids[ok] * k + idx[ok], minlength=buckets.n * k)
-    return flat.reshape(buckets.n, k)
+    return np.array([index.get(str(u), other) for u in uniques] + [-1], dtype=np.int64)
+
+
+def bucket_table(ids: np.ndarray, idx: np.ndarray, n_buckets: int, k: int) -> np.ndarray:
+    """Counts per (time bucket, bin or category) of rows with both a bucket and an index."""
+    ok = (idx >= 0) & (ids >= 0)
+    return np.bincount(ids[ok] * k + idx[ok], minlength=n_buckets * k).reshape(n_buckets, k)

@@ -12,57 +12,21 @@ Categorical columns (strings, dictionaries, booleans) are counted exactly.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..data.tables import KINDS, arrow_dataset, arrow_kind
+from ..errors import VizdebugError
 from . import sketches
 from .drift import FeatureDrift, js_from_counts, ks_pvalue, psi_from_counts
-from .drift_input import KINDS
+from .drift_time import StreamTime
 
 FINE_BINS = 4096
 SAMPLE_PER_BATCH = 2048
 BATCH_ROWS = 131_072
-
-
-def is_stream_source(obj: Any) -> bool:
-    """True for a Parquet path (file or directory) or a pyarrow dataset / ParquetFile."""
-    if isinstance(obj, (str, Path)):
-        p = Path(obj)
-        return p.suffix == ".parquet" or (p.is_dir() and any(p.glob("*.parquet")))
-    return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "to_batches") and hasattr(obj, "schema")
-
-
-def _dataset(obj: Any) -> Any:
-    try:
-        import pyarrow.dataset as ds
-    except ImportError as exc:  # pragma: no cover - pyarrow is a dependency
-        raise ImportError("streaming Parquet needs pyarrow: pip install pyarrow") from exc
-    if isinstance(obj, (str, Path)):
-        if not Path(obj).exists():
-            from ..errors import VizdebugError
-
-            raise VizdebugError(f"no Parquet data at {str(obj)!r}")
-        return ds.dataset(str(obj), format="parquet")
-    return obj
-
-
-def _batches(dataset: Any, columns: list[str]) -> Any:
-    yield from dataset.to_batches(columns=columns, batch_size=BATCH_ROWS)
-
-
-def _kind_of(arrow_type: Any) -> str:
-    import pyarrow.types as pt
-
-    if pt.is_boolean(arrow_type):
-        return "boolean"
-    if pt.is_timestamp(arrow_type) or pt.is_date(arrow_type):
-        return "datetime"
-    if pt.is_integer(arrow_type) or pt.is_floating(arrow_type) or pt.is_decimal(arrow_type):
-        return "numeric"
-    return "categorical"
 
 
 @dataclass
@@ -78,6 +42,7 @@ class NumericStream:
     samples: list[np.ndarray] = field(default_factory=list)
     fine: np.ndarray | None = None
     display: np.ndarray | None = None
+    buckets: np.ndarray | None = None  # display bins per time bucket (current side with time=)
 
     def observe(self, v: np.ndarray, rng: np.random.Generator) -> None:
         ok = v[np.isfinite(v)]
@@ -90,23 +55,24 @@ class NumericStream:
         take = min(len(ok), SAMPLE_PER_BATCH)
         self.samples.append(rng.choice(ok, take, replace=False) if take < len(ok) else ok.copy())
 
-    def count(self, v: np.ndarray, inner: np.ndarray, disp: np.ndarray) -> None:
-        ok = v[np.isfinite(v)]
+    def count(self, v: np.ndarray, grids: tuple[np.ndarray, np.ndarray], ids: np.ndarray | None,
+              n_buckets: int) -> None:
+        inner, disp = grids
+        finite = np.isfinite(v)
+        ok = v[finite]
         fine = np.bincount(np.searchsorted(inner, ok, side="right"), minlength=len(inner) + 1)
-        shown = np.bincount(np.searchsorted(disp[1:-1], ok, side="right"), minlength=len(disp) - 1)
+        bins = np.searchsorted(disp[1:-1], ok, side="right")
+        shown = np.bincount(bins, minlength=len(disp) - 1)
         self.fine = fine if self.fine is None else self.fine + fine
         self.display = shown if self.display is None else self.display + shown
+        if ids is not None:
+            per = sketches.bucket_table(ids[finite], bins, n_buckets, len(disp) - 1)
+            self.buckets = per if self.buckets is None else self.buckets + per
 
     @property
     def std(self) -> float:
         mean = self.total / max(self.n, 1)
         return float(np.sqrt(max(self.total_sq / max(self.n, 1) - mean * mean, 0.0)))
-
-
-def _pass(dataset: Any, columns: dict[str, str], fn: Any) -> None:
-    for batch in _batches(dataset, list(columns)):
-        for name in columns:
-            fn(name, batch.column(name))
 
 
 def _numeric_values(arr: Any, kind: str) -> np.ndarray:
@@ -118,28 +84,93 @@ def _numeric_values(arr: Any, kind: str) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
 
 
-def _side(dataset: Any, columns: dict[str, str], seed: int) -> tuple[dict, dict]:
-    rng = np.random.default_rng(seed)
-    nums = {c: NumericStream() for c, k in columns.items() if k in ("numeric", "datetime")}
-    cats: dict[str, Counter] = {c: Counter() for c, k in columns.items() if c not in nums}
-    missing = Counter()
+def _category_codes(arr: Any, names: list[str], has_other: bool) -> np.ndarray:
+    """Each row's position in a categorical sketch's names (-1 for missing)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    def first(name: str, arr: Any) -> None:
-        if name in nums:
-            nums[name].observe(_numeric_values(arr, columns[name]), rng)
-        else:
-            missing[name] += arr.null_count
-            counts = arr.drop_null().value_counts().to_pylist()
-            cats[name].update({str(d["values"]): d["counts"] for d in counts})
+    enc = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+    lut = sketches.category_index(enc.dictionary.to_pylist(), names, has_other)
+    return lut[enc.indices.fill_null(len(enc.dictionary)).to_numpy(zero_copy_only=False)]
 
-    _pass(dataset, columns, first)
-    return nums, {"counts": cats, "missing": missing}
+
+@dataclass
+class StreamSide:
+    """One side's streamed sketches; the current side may keep only a time window."""
+
+    dataset: Any
+    columns: dict[str, str]  # name -> kind
+    clock: StreamTime | None = None
+    nums: dict[str, NumericStream] = field(default_factory=dict)
+    counts: dict[str, Counter] = field(default_factory=dict)
+    missing: Counter = field(default_factory=Counter)
+    bucket_counts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def batches(self, names: list[str]) -> Iterator[tuple[Any, np.ndarray | None]]:
+        """Record batches of ``names`` (windowed), with each row's time bucket when timed."""
+        read = names + ([self.clock.name] if self.clock and self.clock.name not in names else [])
+        for batch in self.dataset.to_batches(columns=read, batch_size=BATCH_ROWS):
+            yield (batch, None) if self.clock is None else self.clock.select(batch)
+
+    def first_pass(self, seed: int) -> None:
+        """Moments and samples of numeric columns; exact counts of categorical ones."""
+        rng = np.random.default_rng(seed)
+        self.nums = {c: NumericStream() for c, k in self.columns.items() if k in ("numeric", "datetime")}
+        self.counts = {c: Counter() for c in self.columns if c not in self.nums}
+        for batch, _ in self.batches(list(self.columns)):
+            for name in self.columns:
+                arr = batch.column(name)
+                if name in self.nums:
+                    self.nums[name].observe(_numeric_values(arr, self.columns[name]), rng)
+                    continue
+                self.missing[name] += arr.null_count
+                counts = arr.drop_null().value_counts().to_pylist()
+                self.counts[name].update({str(d["values"]): d["counts"] for d in counts})
+
+    def second_pass(self, grids: dict[str, tuple], sketched: dict[str, FeatureDrift]) -> None:
+        """Bin counts of numeric columns; per time bucket, categories of ``sketched`` too."""
+        n = self.clock.edges.size - 1 if self.clock else 0
+        cats = {name: r.sketch for name, r in sketched.items() if self.clock and r.sketch}
+        if not self.nums and not cats:
+            return
+        for batch, ids in self.batches(list(self.nums) + list(cats)):
+            for name, stream in self.nums.items():
+                stream.count(_numeric_values(batch.column(name), self.columns[name]), grids[name], ids, n)
+            for name, sk in cats.items():
+                has_other = len(sk["categories"]) > sketches.MAX_CATEGORIES  # "(other)" was added
+                codes = _category_codes(batch.column(name), sk["categories"], has_other)
+                per = sketches.bucket_table(ids, codes, n, len(sk["categories"]))
+                self.bucket_counts[name] = self.bucket_counts.get(name, 0) + per
+
+
+def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: list[str] | None,
+             kinds: dict[str, str] | None, time_name: str | None) -> tuple[dict[str, str], list[str], list[str]]:
+    """The compared columns with their kinds, and the names only in the reference / current."""
+    ref_cols = {f.name: arrow_kind(f.type) for f in ref_ds.schema}
+    cur_cols = {f.name: arrow_kind(f.type) for f in cur_ds.schema}
+    names = [n for n in features or [c for c in ref_cols if c in cur_cols] if n != time_name]
+    for n in names:
+        if n not in ref_cols or n not in cur_cols:
+            raise VizdebugError(f"feature {n!r} is missing from the {'reference' if n not in ref_cols else 'current'} Parquet data")
+    if not names:
+        raise VizdebugError("the reference and current Parquet data share no column names")
+    overrides = dict(kinds or {}) | {c: "categorical" for c in categorical or []}
+    cols = {n: overrides.get(n, ref_cols[n]) for n in names}
+    for n, k in cols.items():
+        if k not in KINDS:
+            raise VizdebugError(f"kind for {n!r} must be one of {KINDS}, got {k!r}")
+    only_ref = [c for c in ref_cols if c not in cur_cols] if features is None else []
+    only_cur = [c for c in cur_cols if c not in ref_cols and c != time_name] if features is None else []
+    return cols, only_ref, only_cur
 
 
 def stream_compare(reference: Any, current: Any, *, features: list[str] | None = None,
                    categorical: list[str] | None = None, kinds: dict[str, str] | None = None,
-                   ) -> tuple[list[FeatureDrift], list[str], list[str]]:
+                   clock: StreamTime | None = None) -> tuple[list[FeatureDrift], list[str], list[str]]:
     """Per-feature drift of two Parquet sources, never holding more than one batch.
+
+    ``clock`` (from :func:`.drift_time.stream_time` on the current side) keeps the current
+    rows inside its window and counts them per time bucket; its column is not compared.
 
     Examples
     --------
@@ -151,49 +182,23 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
     >>> res[0].test
     'ks (binned)'
     """
-    from ..errors import VizdebugError
-
-    ref_ds, cur_ds = _as_dataset(reference), _as_dataset(current)
-    ref_cols = {f.name: _kind_of(f.type) for f in ref_ds.schema}
-    cur_cols = {f.name: _kind_of(f.type) for f in cur_ds.schema}
-    names = features or [c for c in ref_cols if c in cur_cols]
-    for n in names:
-        if n not in ref_cols or n not in cur_cols:
-            raise VizdebugError(f"feature {n!r} is missing from the {'reference' if n not in ref_cols else 'current'} Parquet data")
-    if not names:
-        raise VizdebugError("the reference and current Parquet data share no column names")
-    overrides = dict(kinds or {}) | {c: "categorical" for c in categorical or []}
-    cols = {n: overrides.get(n, ref_cols[n]) for n in names}
-    for n, k in cols.items():
-        if k not in KINDS:
-            raise VizdebugError(f"kind for {n!r} must be one of {KINDS}, got {k!r}")
-    ref_nums, ref_cats = _side(ref_ds, cols, 0)
-    cur_nums, cur_cats = _side(cur_ds, cols, 1)
-    grids = {n: _grids(ref_nums[n], cur_nums[n]) for n in ref_nums}
-    for ds, nums in ((ref_ds, ref_nums), (cur_ds, cur_nums)):
-        numeric_cols = {n: cols[n] for n in nums}
-        if numeric_cols:
-            _pass(ds, numeric_cols, lambda name, arr, nums=nums: nums[name].count(
-                _numeric_values(arr, cols[name]), *grids[name]))
+    ref_ds, cur_ds = arrow_dataset(reference), arrow_dataset(current)
+    cols, only_ref, only_cur = _columns(ref_ds, cur_ds, features, categorical, kinds, clock and clock.name)
+    ref, cur = StreamSide(ref_ds, cols), StreamSide(cur_ds, cols, clock)
+    ref.first_pass(seed=0)
+    cur.first_pass(seed=1)
+    grids = {n: _grids(ref.nums[n], cur.nums[n]) for n in ref.nums}
+    categorical_results = {n: _categorical_result(n, cols[n], ref, cur) for n in ref.counts}
+    ref.second_pass(grids, {})
+    cur.second_pass(grids, categorical_results)
+    for name, per in cur.bucket_counts.items():
+        categorical_results[name].sketch["bucket_counts"] = per.tolist()
     results = [
-        _numeric_result(n, cols[n], ref_nums[n], cur_nums[n], grids[n]) if n in ref_nums
-        else _categorical_result(n, cols[n], ref_cats, cur_cats)
-        for n in names
+        _numeric_result(n, cols[n], ref.nums[n], cur.nums[n], grids[n]) if n in ref.nums
+        else categorical_results[n]
+        for n in cols
     ]
-    only_ref = [c for c in ref_cols if c not in cur_cols] if features is None else []
-    only_cur = [c for c in cur_cols if c not in ref_cols] if features is None else []
     return results, only_ref, only_cur
-
-
-def _as_dataset(obj: Any) -> Any:
-    if isinstance(obj, (str, Path)) or is_stream_source(obj):
-        return _dataset(obj)
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
-    table = pa.Table.from_pandas(obj if isinstance(obj, pd.DataFrame) else pd.DataFrame(obj), preserve_index=False)
-    return ds.dataset(table)
 
 
 def _grids(ref: NumericStream, cur: NumericStream) -> tuple[np.ndarray, np.ndarray]:
@@ -227,6 +232,8 @@ def _numeric_result(name: str, kind: str, ref: NumericStream, cur: NumericStream
     sketch = {"lo": float(disp[0]), "hi": float(disp[-1]), "ref_hist": ref.display.tolist(),
               "cur_hist": cur.display.tolist(), "ref_q": a_q, "cur_q": b_q,
               "ref_mean": ref.total / ref.n, "ref_std": ref.std}
+    if cur.buckets is not None:
+        sketch["bucket_hist"] = cur.buckets.tolist()
     return FeatureDrift(
         test="ks (binned)", statistic=d, p_value=p, p_method="asymptotic, binned",
         effect_size=w / scale if scale > 0 else (0.0 if w == 0 else float("inf")),
@@ -247,17 +254,17 @@ def _deciles(c1: np.ndarray, c2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([c1[g].sum() for g in groups]), np.array([c2[g].sum() for g in groups])
 
 
-def _categorical_result(name: str, kind: str, ref: dict, cur: dict) -> FeatureDrift:
+def _categorical_result(name: str, kind: str, ref: StreamSide, cur: StreamSide) -> FeatureDrift:
     from scipy import stats
 
-    r, c = ref["counts"][name], cur["counts"][name]
+    r, c = ref.counts[name], cur.counts[name]
     cats = [k for k, _ in r.most_common()] + [k for k, _ in c.most_common() if k not in r]
     rc = np.array([r.get(k, 0) for k in cats], dtype=np.int64)
     cc = np.array([c.get(k, 0) for k in cats], dtype=np.int64)
     n_r, n_c = int(rc.sum()), int(cc.sum())
     base = dict(feature=name, kind=kind, effect_metric="jensen-shannon", n_ref=n_r, n_cur=n_c,
-                missing_ref=ref["missing"][name] / max(n_r + ref["missing"][name], 1),
-                missing_cur=cur["missing"][name] / max(n_c + cur["missing"][name], 1))
+                missing_ref=ref.missing[name] / max(n_r + ref.missing[name], 1),
+                missing_cur=cur.missing[name] / max(n_c + cur.missing[name], 1))
     if n_r == 0 or n_c == 0:
         return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan, effect_size=np.nan, psi=np.nan, **base)
     chi2, p = (0.0, 1.0) if len(cats) < 2 else stats.chi2_contingency(np.vstack([rc, cc]))[:2]

@@ -1,9 +1,13 @@
 """The drift explorer: ranked per-feature tests, overlays and sliders that answer in the browser.
 
-The statistics come from :mod:`vizdebug.analysis.drift`; this module arranges them. The
-interactive part is one small script (``drift.js``) drawing SVG from precomputed sketches:
-no plotly.js on the page, no kernel round trip, so sliders keep working while the kernel
-trains. The same script runs in the live widget (anywidget) and in static HTML.
+Everything statistical comes from :func:`vizdebug.analysis.drift_compare.analyze_drift`
+(time window and buckets included, in memory or streamed); this module only draws the
+:class:`~vizdebug.analysis.drift_compare.DriftResult` it returns. The interactive part is a
+small script drawing SVG from the precomputed sketches: no plotly.js on the page, no kernel
+round trip, so sliders keep working while the kernel trains. The same script runs in the
+live widget (anywidget) and in static HTML; it is three files joined in order
+(``drift_stats.js``: the browser's approximate statistics, ``drift_plots.js``: the SVG
+charts, ``drift.js``: the app), because an anywidget ESM is one module string.
 """
 
 from __future__ import annotations
@@ -16,25 +20,24 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import drift as drift_stats
-from ..analysis import sketches
-from ..analysis.drift_findings import drift_findings, drift_table, rank
-from ..analysis.drift_input import as_table, canonical, columns_for
-from ..errors import VizdebugError
+from ..analysis.drift_compare import DriftOptions, DriftResult, analyze_drift
 from ._base import View, live_esm
 from ._drift_svg import overlay_figure
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..analysis.drift import FeatureDrift
     from ..findings import Findings
 
-_JS = Path(__file__).with_name("drift.js")
+_JS_FILES = ("drift_stats.js", "drift_plots.js", "drift.js")  # in load order
 
 
 @cache
 def _js_source() -> str:
-    return _JS.read_text(encoding="utf-8")
+    """The browser app: its scripts joined in load order (one classic script / one ESM)."""
+    here = Path(__file__).parent
+    return "\n".join((here / name).read_text(encoding="utf-8") for name in _JS_FILES)
 
 
 def _to_json(data: Any) -> str:
@@ -73,34 +76,40 @@ class DriftView(View):
     title = "vizdebug: drift"
     uses_plotly = False
 
-    def __init__(self, results: list[drift_stats.FeatureDrift], *, alpha: float,
-                 effect_threshold: float, correction: str, only_ref: list[str] | None = None,
-                 only_cur: list[str] | None = None, buckets: sketches.Buckets | None = None,
-                 time_name: str | None = None) -> None:
-        self.results = rank(results, effect_threshold)
-        self.alpha = alpha
-        self.effect_threshold = effect_threshold
-        self.correction = correction
-        self.only_ref = list(only_ref or [])
-        self.only_cur = list(only_cur or [])
-        self.buckets = buckets
-        self.time_name = time_name
+    def __init__(self, result: DriftResult) -> None:
+        self.result = result
+
+    @property
+    def results(self) -> list[FeatureDrift]:
+        """Per-feature outcomes, most drifted first, each with the sketch the view draws."""
+        return self.result.features
+
+    @property
+    def alpha(self) -> float:
+        return self.result.options.alpha
+
+    @property
+    def effect_threshold(self) -> float:
+        return self.result.options.effect_threshold
+
+    @property
+    def correction(self) -> str:
+        return self.result.options.correction
 
     @property
     def table(self) -> pd.DataFrame:
         """Features ranked by drift: ``feature``, ``kind``, ``test``, ``statistic``, ``p_value``, ``drifted``, ..."""
-        return drift_table(self.results, self.effect_threshold)
+        return self.result.table.copy()
 
     @property
     def findings(self) -> Findings:
         """``feature-drift`` findings with numbers and a hint."""
-        return drift_findings(self.results, alpha=self.alpha, effect_threshold=self.effect_threshold,
-                              correction=self.correction, only_ref=self.only_ref, only_cur=self.only_cur)
+        return self.result.findings
 
     @property
     def drifted(self) -> list[str]:
         """Names of the drifted features, most drifted first."""
-        return [r.feature for r in self.results if r.drifted]
+        return self.result.drifted
 
     def __repr__(self) -> str:
         n = len(self.results)
@@ -117,10 +126,9 @@ class DriftView(View):
                 "unseen_share", "ref_summary", "cur_summary", "note")}
             row["sketch"] = r.sketch
             feats.append(row)
-        time = None
-        if self.buckets is not None:
-            time = {"edges": [float(e) for e in self.buckets.edges], "is_datetime": self.buckets.is_datetime,
-                    "name": self.time_name}
+        axis = self.result.time
+        time = None if axis is None else {
+            "edges": [float(e) for e in axis.edges], "is_datetime": axis.is_datetime, "name": axis.name}
         return {"alpha": self.alpha, "effect_threshold": self.effect_threshold,
                 "correction": self.correction, "features": feats, "time": time}
 
@@ -232,82 +240,7 @@ def compare_distributions(
     >>> compare_distributions(ref, cur).drifted
     ['a']
     """
-    from ..analysis.streaming import is_stream_source, stream_compare
-
-    if correction not in drift_stats.CORRECTIONS:
-        raise VizdebugError(f"correction must be one of {drift_stats.CORRECTIONS}, got {correction!r}")
-    if is_stream_source(reference) or is_stream_source(current):
-        results, only_ref, only_cur = stream_compare(reference, current, features=features,
-                                                     categorical=categorical, kinds=kinds)
-        drift_stats.decide(results, alpha=alpha, effect_threshold=effect_threshold, correction=correction)
-        return DriftView(results, alpha=alpha, effect_threshold=effect_threshold,
-                         correction=correction, only_ref=only_ref, only_cur=only_cur)
-    current, time_values, time_name, is_dt = _split_time(current, time, window)
-    pairs, only_ref, only_cur = columns_for(reference, current, features=features,
-                                           categorical=categorical, kinds=kinds)
-    if time_name is not None:
-        pairs = [p for p in pairs if p[0].name != time_name]
-        only_cur = [n for n in only_cur if n != time_name]
-    buckets = sketches.make_buckets(time_values, time_buckets, is_dt) if time_values is not None else None
-    results = drift_stats.compare_columns(pairs, alpha=alpha, effect_threshold=effect_threshold,
-                                          correction=correction, buckets=buckets)
-    return DriftView(results, alpha=alpha, effect_threshold=effect_threshold, correction=correction,
-                     only_ref=only_ref, only_cur=only_cur, buckets=buckets, time_name=time_name)
-
-
-def _split_time(current: Any, time: Any, window: tuple[Any, Any] | None) -> tuple[Any, Any, str | None, bool]:
-    """The time values of the current rows (epoch ms or numbers), with ``window`` applied."""
-    import numpy as np
-
-    if time is None:
-        if window is not None:
-            raise VizdebugError("window=(start, end) needs time=<a time column of the current data>")
-        return current, None, None, False
-    table = as_table(current, "current")
-    if isinstance(time, str):
-        if time not in table:
-            raise VizdebugError(f"time={time!r} is not a column of the current data; its columns are {list(table)[:20]}")
-        raw, name = table[time], time
-    else:
-        raw, name = time, None
-    n_rows = len(next(iter(table.values()))) if table else 0
-    if len(raw) != n_rows:
-        raise VizdebugError(f"time has {len(raw)} values but the current data has {n_rows} rows")
-    is_dt = _is_datetime(raw)
-    values = canonical(raw, "datetime" if is_dt else "numeric", name or "time", "current")
-    if window is None:
-        return current, values, name, is_dt
-    keep = _window_mask(values, window, is_dt)
-    if not keep.any():
-        raise VizdebugError(f"window {window} keeps no current rows (time spans {np.nanmin(values)} to {np.nanmax(values)})")
-    return {k: np.asarray(v)[keep] for k, v in table.items()}, values[keep], name, is_dt
-
-
-def _is_datetime(raw: Any) -> bool:
-    import numpy as np
-    import pandas as pd
-
-    dtype = getattr(raw, "dtype", None) or np.asarray(raw).dtype
-    if pd.api.types.is_datetime64_any_dtype(dtype):
-        return True
-    if getattr(dtype, "kind", "") == "O":
-        sample = [x for x in list(raw[:50]) if x is not None]
-        return bool(sample) and all(isinstance(x, (pd.Timestamp, str)) or hasattr(x, "isoformat") for x in sample)
-    return False
-
-
-def _window_mask(values: Any, window: tuple[Any, Any], is_dt: bool) -> Any:
-    import numpy as np
-    import pandas as pd
-
-    def bound(b: Any, default: float) -> float:
-        if b is None:
-            return default
-        if not is_dt:
-            return float(b)
-        ts = pd.Timestamp(b)
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        return float(ts.value // 1_000_000)
-
-    lo, hi = bound(window[0], -np.inf), bound(window[1], np.inf)
-    return (values >= lo) & (values < hi)
+    options = DriftOptions(features=features, categorical=categorical, kinds=kinds, alpha=alpha,
+                           effect_threshold=effect_threshold, correction=correction, time=time,
+                           window=window, time_buckets=time_buckets)
+    return DriftView(analyze_drift(reference, current, options))
