@@ -131,3 +131,66 @@ def test_check_dataset_bad_input(bad, pattern):
         vd.check_dataset(bad)
     with pytest.raises(VizdebugError, match="positive"):
         vd.check_dataset([1, 2], sample=0)
+
+
+# Target shapes that working programs use (binary and regression heads, one-hot targets,
+# image-to-image pairs): none of them is a fault, so none may draw a warning.
+_G = torch.Generator().manual_seed(0)
+_X = torch.randn(64, 5, generator=_G)
+_BINARY = (torch.arange(64) % 2).float()
+
+
+@pytest.mark.parametrize("batch", [
+    (_X, _BINARY[:, None]),                               # BCEWithLogits head, (N, 1) targets
+    (_X, torch.randn(64, 1, generator=_G)),               # regression, (N, 1) targets
+    (_X, torch.randn(64, 3, generator=_G)),               # multi-output regression
+    (_X, (torch.rand(64, 4, generator=_G) > 0.5).float()),  # multi-label targets
+    (torch.rand(8, 1, 8, 8), torch.rand(8, 1, 16, 16)),   # super-resolution pairs
+    (torch.rand(8, 3, 8, 8), torch.rand(8, 3, 8, 8)),     # denoising / autoencoder pairs
+    (torch.rand(8, 3, 8, 8), torch.randint(0, 4, (8, 8, 8))),  # segmentation masks
+], ids=["binary-n1", "regression-n1", "regression-n3", "multilabel", "superres", "denoise",
+        "segmentation"])
+def test_working_target_shapes_draw_no_warning(batch):
+    assert vd.check_batch(batch).at_least("warning") == []
+
+
+@pytest.mark.parametrize("targets", [
+    torch.nn.functional.one_hot(torch.arange(64) % 4).float(),  # one-hot rows
+    _BINARY[:, None],                                            # (1,) per item
+    torch.randn(64, generator=_G),                               # regression values
+    torch.randn(64, 1, generator=_G),
+])
+def test_working_tensor_datasets_draw_no_warning(targets):
+    from torch.utils.data import TensorDataset
+
+    assert vd.check_dataset(TensorDataset(_X, targets)).at_least("warning") == []
+
+
+def test_one_hot_and_n1_targets_are_read_as_classes():
+    from torch.utils.data import TensorDataset
+
+    skewed = torch.tensor([0] * 95 + [1] * 5)
+    found = vd.check_dataset(TensorDataset(torch.randn(100, 3), skewed.float()[:, None]))
+    assert found.codes == ["label-imbalance"]
+    assert found[0].evidence["counts"] == {"0": 95, "1": 5}
+    onehot = torch.nn.functional.one_hot(skewed).float()
+    assert vd.check_dataset(TensorDataset(torch.randn(100, 3), onehot))[0].evidence["ratio"] == 19
+
+
+def test_labels_collapsed_to_one_class_are_named():
+    """A labelling step that maps every class to one (the reporter divided the label masks
+    by 255 along with the images) leaves a dataset that cannot be learned."""
+    from torch.utils.data import TensorDataset
+
+    labels = torch.div(torch.arange(64) % 10, 255, rounding_mode="floor")
+    found = vd.check_dataset(TensorDataset(torch.rand(64, 1, 8, 8), labels))
+    assert found.codes == ["label-imbalance"] and found[0].severity == "warning"
+    assert "every one of the 64 sampled labels is 0" in found[0].message
+
+
+def test_nonfinite_targets_are_named():
+    y = torch.randn(32)
+    y[[3, 7]] = float("nan")
+    found = vd.check_batch((torch.randn(32, 4), y))
+    assert found.codes == ["input-nonfinite"]
+    assert found[0].evidence == {"indices": [3, 7], "part": "target"}

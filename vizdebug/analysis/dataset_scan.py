@@ -70,7 +70,7 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     except Exception as exc:  # the user's __getitem__ failing is a finding, not our crash
         scan.errors[i] = f"{type(exc).__name__}: {exc}"
         return
-    x, y = unpack(item, what=f"dataset[{i}]") if item is not None else (None, None)
+    x, y = unpack(item, what=f"dataset[{i}]", sample=True) if item is not None else (None, None)
     if x is None:
         scan.nones.append(i)
         return
@@ -86,7 +86,23 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     scan.xs[i] = arr
     scan.signatures[i] = (arr.shape, str(arr.dtype))
     if y is not None:
-        scan.labels[i] = y.item() if hasattr(y, "item") and getattr(y, "ndim", 0) == 0 else y
+        scan.labels[i] = _label_value(y)
+
+
+def _label_value(y: Any) -> Any:
+    """One item's label as a Python scalar where it is one: a 0-d or one-element tensor or
+    array becomes its value, a one-hot row its class id; anything else stays as it is."""
+    shape = getattr(y, "shape", None)
+    if shape is None or not hasattr(y, "reshape"):
+        return y
+    flat = y.reshape(-1)
+    if len(flat) == 1:
+        return flat[0].item()
+    if len(shape) == 1 and len(flat) <= 1000:
+        values = to_numpy(flat, "a label")
+        if values.dtype.kind in "biuf" and np.isin(values, (0, 1)).all() and values.sum() == 1:
+            return int(values.argmax())  # a one-hot target row
+    return y
 
 
 def scan_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..data.arrays import to_numpy
 from ..data.batch import Batch, make_batch, unpack
+from ..errors import VizdebugError, describe
 from ..findings import Finding, Findings, fmt_indices
 from .images import (
     NOT_NORMALIZED_ABS,
@@ -27,6 +29,7 @@ FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, s
 
 IMBALANCE_WARN = 10.0  # largest / smallest class count
 IMBALANCE_INFO = 3.0
+ONE_CLASS_MIN = 20  # sampled labels that must all agree before a one-class dataset is named
 SAME_LABEL_MIN_BATCH = 16
 
 
@@ -47,10 +50,32 @@ def _check_batch(batch: Any, mean, std, layout: str) -> Findings:
     x, y = unpack(batch)
     canon = make_batch(x, y, layout=layout)
     if canon.kind == "table":
-        return Findings(table_findings(canon))
+        return Findings([*table_findings(canon), *target_findings(y)])
     scaling = infer_scaling(canon.images, mean, std) if canon.images is not None else None
     flags = image_flags_for(canon, scaling, mean, std)
-    return Findings(image_findings(canon, flags, scaling))
+    return Findings([*image_findings(canon, flags, scaling), *target_findings(y)])
+
+
+def target_findings(y: Any) -> list[Finding]:
+    """``input-nonfinite`` when numeric targets (regression values, target images) hold
+    NaN/Inf: the loss becomes NaN at the first such batch."""
+    if y is None or not hasattr(y, "shape") or getattr(y, "ndim", 0) == 0:
+        return []
+    try:
+        arr = to_numpy(y, "targets")
+    except VizdebugError:
+        return []
+    if arr.dtype.kind != "f":
+        return []
+    bad = np.flatnonzero(~np.isfinite(arr.reshape(arr.shape[0], -1)).all(axis=1)).tolist()
+    if not bad:
+        return []
+    return [Finding(
+        "input-nonfinite", "error",
+        f"{len(bad)} of {arr.shape[0]} targets hold NaN/Inf (targets {describe(y)})",
+        where=fmt_indices(bad), evidence={"indices": bad[:256], "part": "target"},
+        hint="missing target values: drop or impute those rows before training (a NaN target "
+             "makes the loss NaN)")]
 
 
 def image_flags_for(canon: Batch, scaling: Scaling | None, mean=None, std=None,
@@ -179,7 +204,23 @@ def _same_label_finding(labels: list | None) -> list[Finding]:
     )]
 
 
+def _is_regression(labels: list[Any]) -> bool:
+    floats = [v for v in labels if isinstance(v, float)]
+    return any(v != v or v != round(v) for v in floats)
+
+
+def _one_class_finding(label: Any, n: int) -> Finding:
+    return Finding(
+        "label-imbalance", "warning", f"every one of the {n} sampled labels is {label!r}",
+        evidence={"label": str(label), "count": n, "classes": 1},
+        hint="a classifier cannot learn from one class: check the step that builds the "
+             "labels (an integer division or a /255 meant for the images, the wrong column, "
+             "a filter that kept one class)")
+
+
 def _label_key(v: Any) -> Any:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)  # 0.0/1.0 targets of a binary loss are the classes 0 and 1
     return v if isinstance(v, (int, str, bool)) else str(v)
 
 
@@ -201,10 +242,14 @@ def table_findings(canon: Batch) -> list[Finding]:
 
 
 def label_balance(labels: list[Any]) -> list[Finding]:
-    """``label-imbalance`` when the largest class outnumbers the smallest by 3x (info) or 10x."""
-    if not labels:
+    """``label-imbalance`` when the largest class outnumbers the smallest by 3x (info) or
+    10x, or when every sampled label is the same. Regression targets (floats that are not
+    whole numbers) have no classes and are left alone."""
+    if not labels or _is_regression(labels):
         return []
     counts = Counter(map(_label_key, labels))
+    if len(counts) == 1 and len(labels) >= ONE_CLASS_MIN:
+        return [_one_class_finding(next(iter(counts)), len(labels))]
     if len(counts) < 2 or len(counts) > 1000:
         return []
     (big, n_big), (small, n_small) = counts.most_common()[0], counts.most_common()[-1]

@@ -91,6 +91,21 @@ def split_batch(batch: Any) -> BatchParts:
     return BatchParts(batch, None)
 
 
+def split_sample(item: Any) -> BatchParts:
+    """:func:`split_batch` for one dataset item: ``(x, y, ...)`` is always input and target
+    (one sample's input and target need not have a common first axis: a ``(5,)`` vector
+    and a one-hot ``(4,)`` target, an image and a larger target image).
+
+    >>> import numpy as np
+    >>> split_sample((np.zeros(5), np.eye(4)[1])).target.tolist()
+    [0.0, 1.0, 0.0, 0.0]
+    """
+    if isinstance(item, (tuple, list)) and len(item) >= 2 and (
+            is_arraylike(item[0]) or _is_frame(item[0])):
+        return BatchParts(item[0], item[1])
+    return split_batch(item)
+
+
 def _split_keyed(batch: Any, get: Any) -> BatchParts:
     names = list(batch) if isinstance(batch, Mapping) else [
         k for k in (*IMAGE_KEYS, *LABEL_KEYS) if hasattr(batch, k)]
@@ -118,9 +133,10 @@ def _has_named_parts(obj: Any) -> bool:
     return any(hasattr(obj, k) for k in IMAGE_KEYS if k not in ("data",))
 
 
-def unpack(batch: Any, what: str = "batch") -> tuple[Any, Any]:
-    """Split a batch into ``(inputs, labels)`` by :func:`split_batch`, strictly: a dict
-    that names no input raises a :class:`VizdebugError` listing its keys.
+def unpack(batch: Any, what: str = "batch", *, sample: bool = False) -> tuple[Any, Any]:
+    """Split a batch (or with ``sample=True`` one dataset item) into ``(inputs, labels)``
+    by :func:`split_batch` (:func:`split_sample`), strictly: a dict that names no input
+    raises a :class:`VizdebugError` listing its keys.
 
     Examples
     --------
@@ -133,7 +149,7 @@ def unpack(batch: Any, what: str = "batch") -> tuple[Any, Any]:
             f"{what} is a dict with keys {list(batch)[:10]}; none of them names the inputs. "
             f"Use one of {list(IMAGE_KEYS)} or pass batch[<your key>] directly."
         )
-    return tuple(split_batch(batch))
+    return tuple(split_sample(batch) if sample else split_batch(batch))
 
 
 def _looks_like_xy(seq: tuple | list) -> bool:
@@ -275,7 +291,9 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
             arr = to_numpy(y, f"labels of {what}")
         except VizdebugError:
             arr = np.asarray([str(v) for v in y], dtype=object)
-    if arr.ndim == 2 and arr.shape[0] == n and arr.dtype.kind in "biuf":
+    if arr.ndim >= 2 and arr.shape[0] == n and arr.size > n:
+        if not _class_rows(arr):
+            return None  # multi-label rows, regression vectors, target images: no class ids
         arr = arr.argmax(axis=1)  # one-hot or soft labels
     arr = arr.reshape(-1) if arr.ndim > 1 and arr.size == n else arr
     if len(arr) != n:
@@ -283,6 +301,16 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
             f"{what} has {n} inputs but {len(arr)} labels ({describe(y)}); they must match"
         )
     return [v.item() if hasattr(v, "item") else v for v in arr]
+
+
+def _class_rows(arr: np.ndarray) -> bool:
+    """True for ``(N, C)`` one-hot or probability rows (each in [0, 1], summing to 1)."""
+    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+        return False
+    with np.errstate(all="ignore"):
+        values = arr.astype(np.float64)
+        return bool(np.all((values >= 0) & (values <= 1))
+                    and np.allclose(values.sum(axis=1), 1.0, atol=1e-3))
 
 
 def batch_arrays(batch: Any, max_bytes: int) -> list[np.ndarray]:

@@ -217,7 +217,7 @@ class DatasetSource(PageSource):
                 f"dataset[{i}] raised {type(exc).__name__}: {str(exc)[:300]}; "
                 "vd.check_dataset(dataset) lists every failing index"
             ) from exc
-        return (None, None) if item is None else unpack(item, what=f"dataset[{i}]")
+        return (None, None) if item is None else unpack(item, what=f"dataset[{i}]", sample=True)
 
 
 def page_source(source: Any, n: int | None = None, layout: str = "auto") -> PageSource:
@@ -253,7 +253,7 @@ def _sliced(source: Any, n: int | None, layout: str) -> SlicedSource:
     if isinstance(source, (list, tuple)) and source and all(
         isinstance(s, (tuple, Mapping)) for s in source
     ):
-        pairs = [unpack(s, what=f"item {i}") for i, s in enumerate(source)]
+        pairs = [unpack(s, what=f"item {i}", sample=True) for i, s in enumerate(source)]
         xs = [p[0] for p in pairs]
         ys = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
         return SlicedSource(xs, ys, n, layout, f"list of {len(source)} samples")
