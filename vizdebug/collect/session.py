@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._env import distributed_rank
-from ..analysis.training import TrainingRecords, diagnose
+from .._viewable import Viewable
+from ..analysis.training import diagnose
 from ..errors import VizdebugTypeError, describe
 from ..findings import Finding, Findings
+from ..records import BATCH_FIELDS, TrainingRecords
 from ..store.writer import RunWriter, store_path
 from .anomaly import AnomalyPolicy, check_on_anomaly
+from .feed import StoreFeed
 from .hooks import ModelHooks
-from .loader import BATCH_FIELDS, LoaderTap, tap_iterable
+from .loader import LoaderTap, tap_iterable
 from .sampling import check_every
 from .scalars import ScalarLog
 from .system import SystemSampler
@@ -51,7 +54,7 @@ def _check_model(model: object) -> None:
         )
 
 
-class Session:
+class Session(Viewable):
     """A watched training run. Build one with :func:`watch`.
 
     Examples
@@ -99,8 +102,10 @@ class Session:
         self.last_log_at = -1e9  # time.monotonic() of the last log() while a view is live
         self.store: RunWriter | None = None
         if store_file is not None:
+            feed = StoreFeed(self)  # what the store is handed at each write
             try:
-                self.store = RunWriter(store_file, self, interval=store_interval)
+                self.store = RunWriter(store_file, feed.start(), take_delta=feed.take,
+                                       on_error=feed.report, interval=store_interval)
             except BaseException:
                 self._stop_collectors()
                 raise
@@ -154,7 +159,7 @@ class Session:
                 self.tap.batches, self.system.count)
 
     def records(self, *, flush: bool = True) -> TrainingRecords:
-        """Everything collected, as :class:`~vizdebug.analysis.training.TrainingRecords`.
+        """Everything collected, as :class:`~vizdebug.records.TrainingRecords`.
 
         ``flush=True`` also reads the step in progress (call it between steps); views that
         poll from another thread pass ``flush=False``.
@@ -171,11 +176,16 @@ class Session:
             activations=hooks.activations.stacked(len(hooks.module_paths)),
             param_paths=list(hooks.param_paths), param_numel=list(self.param_numel),
             grad_steps=hooks.grads.steps(), grads=hooks.grads.stacked(len(hooks.param_paths)),
-            events=[vars(ev) for ev in self.policy.events], loader=self._loader_record(),
-            errors=[(w, m, c) for (w, m), c in list(self._errors.items())], every=self.every,
+            events=[vars(ev) for ev in self.policy.events], loader=self.loader_record(),
+            errors=self.collector_errors(), every=self.every,
         )
 
-    def _loader_record(self) -> dict[str, Any]:
+    def collector_errors(self) -> list[tuple[str, str, int]]:
+        """What went wrong inside the collectors: ``(where, message, count)``."""
+        return [(w, m, c) for (w, m), c in list(self._errors.items())]
+
+    def loader_record(self) -> dict[str, Any]:
+        """The loader tap's timing and batch statistics (``{}`` before the first batch)."""
         record = self.tap.timing()
         if record["batches"] == 0:
             return {}
@@ -233,23 +243,9 @@ class Session:
         """The last few input batches the loader tap kept (for ``vd.show_batch``)."""
         return list(self.tap.captured)
 
-    # -- views --------------------------------------------------------------------------------
-    def dashboard(self, **options: Any) -> Any:
-        """The live training dashboard (see :class:`vizdebug.views.dashboard.Dashboard`).
-
-        Examples
-        --------
-        >>> session.dashboard()   # doctest: +SKIP
-        """
-        from ..views.dashboard import Dashboard
-
-        return Dashboard.from_session(self, **options)
-
-    def to_html(self) -> str:
-        """The dashboard as it is now, as static HTML (used by ``vd.report``)."""
-        from ..views.dashboard import Dashboard
-
-        return Dashboard.from_session(self, live=False).to_html()
+    # -- views (dashboard() and to_html() come from Viewable) ------------------------------
+    def _live_by_default(self) -> bool:
+        return True  # a session's dashboard is a widget even after close (its final state)
 
     def _repr_html_(self) -> str:
         return self.findings().to_html()

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from ..collect.scalars import Series
 from ..errors import VizdebugError
+from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, Series
 from .schema import from_npy
 
 MAX_POINTS = 20_000  # points per metric for the rules and the dashboard (as a live session)
 MAX_SAMPLES = 4000   # sampled rows per kind (evenly thinned, non-finite kept)
 MAX_SYSTEM = 3600    # system samples (an hour at 1 Hz, as a live session)
 FETCH = 100_000      # rows per fetch while reading increments
-FIELDS = {"activations": 9, "grads": 3}
+FIELDS = {"activations": len(ACTIVATION_FIELDS), "grads": len(GRAD_FIELDS)}
 
 
 def thin_rows(steps: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis.training import TrainingRecords, diagnose
+from .._viewable import Viewable
+from ..analysis.training import diagnose
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
+from ..records import TrainingRecords
 from .reader import RunReader, loader_record
 from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file, rank_path
 
@@ -62,7 +64,7 @@ class _SystemArray:
         return self._array
 
 
-class Run:
+class Run(Viewable):
     """A stored run. Build it with :func:`open_run`.
 
     Examples
@@ -153,7 +155,7 @@ class Run:
 
     # -- reading -----------------------------------------------------------------------------
     def records(self, *, flush: bool = True) -> TrainingRecords:
-        """Everything stored, as :class:`~vizdebug.analysis.training.TrainingRecords`
+        """Everything stored, as :class:`~vizdebug.records.TrainingRecords`
         (bounded like a live session's; only what was written since the last call is read).
         """
         key = self.version
@@ -268,20 +270,8 @@ class Run:
         slots = sorted((s for s in parts if s in order), key=order.__getitem__)
         return [tuple(parts[s][i] for i in sorted(parts[s])) for s in slots]
 
-    # -- views -------------------------------------------------------------------------------
-    def dashboard(self, **options: Any) -> Any:
-        """The training dashboard of this run; it follows a run that is still being written."""
-        from ..views.dashboard import Dashboard
-
-        options.setdefault("live", not self.closed)
-        return Dashboard.from_session(self, **options)
-
-    def to_html(self) -> str:
-        """The dashboard as static HTML (used by ``vd.report``)."""
-        from ..views.dashboard import Dashboard
-
-        return Dashboard.from_session(self, live=False).to_html()
-
+    # -- views (dashboard(), which follows a run still being written, and to_html() come
+    # from Viewable) ---------------------------------------------------------------------
     def _repr_html_(self) -> str:
         return (f"<p class='vd-note'>{html.escape(repr(self))}</p>" + self.findings().to_html())
 

@@ -1,13 +1,15 @@
-"""Writes a watched session to its run file, from a background thread.
+"""Writes a run file from a background thread: only what it is handed.
 
-Nothing here runs on the training step. ``ScalarLog.resolve`` hands every resolved batch
-of points to :meth:`RunWriter.sink` (a bounded queue); a daemon thread wakes every
-``interval`` seconds and writes, in one transaction, what arrived since the last write:
-new scalar points, new sampled activation/gradient rows, new system samples, and fresh
-snapshots of the anomaly events, collector errors and loader statistics when they
-changed. Each write renews the heartbeat, so a reader can tell a run that is still going
-from one whose process died. A failed write becomes a ``collector-error`` finding of the
-session; it never reaches the training loop.
+Nothing here runs on the training step, and nothing here knows a Session. The writer is
+handed plain records: resolved scalar points through :meth:`RunWriter.sink` (a bounded
+queue, called as the scalar log resolves them), and a :class:`~vizdebug.records.RunDelta`
+(new sampled rows, system samples, changed snapshots, a captured batch, settings) from
+the ``take_delta`` callback its owner gives it. A daemon thread wakes every ``interval``
+seconds and writes, in one transaction, what it was handed since the last write. Each
+write renews the heartbeat, so a reader can tell a run that is still going from one
+whose process died. A failed write is retried with the next one and reported through
+``on_error`` (a Session turns it into a ``collector-error`` finding); it never reaches
+the training loop. A forked child (a DataLoader worker) never writes.
 """
 
 from __future__ import annotations
@@ -16,29 +18,24 @@ import atexit
 import contextlib
 import datetime as _dt
 import os
-import platform
-import sys
 import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .._env import distributed_rank, is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..records import RunDelta, ScalarChunk
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, is_run_file, rank_path, to_json, to_npy
 
-if TYPE_CHECKING:
-    from ..collect.session import Session
-
 INTERVAL = 2.0            # seconds between writes
-BATCH_INTERVAL = 30.0     # seconds between two captured batches written
-MAX_BATCH_BYTES = 8 << 20  # a captured batch larger than this is cut to its first items
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
-CAPTURED_SLOTS = 4
+CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
 
@@ -88,53 +85,39 @@ def _prepare(path: Path) -> None:
                 extra.unlink()
 
 
-def _numpy(value: Any) -> np.ndarray | None:
-    """A tensor or array as a numeric numpy array (on the CPU), else ``None``."""
-    from ..data.arrays import tensor_to_numpy
-
-    if is_tensor(value):
-        try:
-            value = tensor_to_numpy(value)
-        except VizdebugTypeError:  # complex
-            return None
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return value
-    return None
-
-
-def batch_arrays(batch: Any) -> list[np.ndarray]:
-    """The input (and labels, when they line up) of a captured batch, as numpy arrays."""
-    from ..collect.loader import batch_input
-
-    x = _numpy(batch_input(batch))
-    if x is None or x.ndim == 0:
-        return []
-    rows = max(1, min(x.shape[0], MAX_BATCH_BYTES // max(1, x[:1].nbytes)))
-    out = [x[:rows]]
-    if isinstance(batch, (tuple, list)) and len(batch) > 1:
-        y = _numpy(batch[1])
-        if y is not None and y.ndim >= 1 and y.shape[0] == x.shape[0]:
-            out.append(y[:rows])
-    return out
-
-
 class RunWriter:
-    """The run file of one session and the thread that keeps it current."""
+    """The run file of one process and the thread that keeps it current.
 
-    def __init__(self, path: Path, session: Session, *, interval: float | None = None) -> None:
+    ``start`` is the first delta: its ``meta`` (what was watched, the versions) is written
+    at once, so the file is a readable run from the start. At each write the writer takes
+    the next delta from ``take_delta(final)`` (``final`` on the last write) and reports a
+    failed write as ``on_error("the run store", exc)``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = Path(tempfile.mkdtemp()) / "hand-fed.sqlite"
+    >>> writer = RunWriter(path, RunDelta(meta={"every": 1}))
+    >>> writer.hand(RunDelta(scalars=[(np.arange(2), ("loss", "loss"),
+    ...                                np.array([0.5, 0.25]), np.zeros(2))]))
+    >>> writer.close()
+    >>> writer.closed, writer.ticks
+    (True, 1)
+    """
+
+    def __init__(self, path: Path, start: RunDelta, *,
+                 take_delta: Callable[[bool], RunDelta] | None = None,
+                 on_error: Callable[[str, BaseException], None] | None = None,
+                 interval: float | None = None) -> None:
         self.path = path
         self.interval = interval or INTERVAL
-        self._session = weakref.ref(session)
+        self._take_delta = take_delta
+        self._on_error = on_error
         self._lock = threading.Lock()
-        self._queue: deque[tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]] = deque(
-            maxlen=MAX_QUEUED)
+        self._queue: deque[ScalarChunk] = deque(maxlen=MAX_QUEUED)
         self.dropped = 0
-        self._last = {"activations": -1, "grads": -1}
-        self._system_written = 0
-        self._snapshots: dict[str, Any] = {}
-        self._batch_written_at = -1e9
+        self._unwritten = replace(start, meta={})  # handed over, not yet committed
         self._batch_slot = 0
-        self._captured_ids: set[int] = set()
         self.ticks = 0
         self._pid = os.getpid()  # a forked child (a DataLoader worker) must never write
         self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
@@ -146,7 +129,7 @@ class RunWriter:
             self._conn.executescript(SCHEMA)
         except Exception as exc:
             raise VizdebugError(f"cannot open store={str(path)!r} as SQLite: {exc}") from None
-        self._write_meta(self._start_meta(session))
+        self._write_meta({**self._file_meta(), **start.meta})
         self._thread = threading.Thread(target=_write_loop, args=(weakref.ref(self),),
                                         name="vizdebug-store", daemon=True)
         _OPEN.add(self)
@@ -156,34 +139,31 @@ class RunWriter:
         self._thread.start()
         return self
 
-    # -- what the session hands over ---------------------------------------------------------
+    # -- what the writer is handed ------------------------------------------------------------
     def sink(self, steps: np.ndarray, names: tuple[str, ...], values: np.ndarray,
              times: np.ndarray) -> None:
-        """Receive resolved scalar points (called inside ``ScalarLog.resolve``)."""
+        """Receive resolved scalar points (a ``ScalarLog.sink``; any thread, no lock)."""
         if len(self._queue) == self._queue.maxlen:
             self.dropped += len(self._queue[0][0])
         self._queue.append((steps, names, values, times))
 
+    def hand(self, delta: RunDelta) -> None:
+        """Receive a delta from any thread; it is written at the next write."""
+        with self._lock:
+            self._absorb(delta)
+
+    def _absorb(self, delta: RunDelta) -> None:
+        for chunk in delta.scalars:
+            self.sink(*chunk)
+        self._unwritten = self._unwritten.absorb(replace(delta, scalars=[]))
+
     # -- meta -----------------------------------------------------------------------------------
-    def _start_meta(self, session: Session) -> dict[str, Any]:
-        torch = sys.modules.get("torch")
-        model = session.hooks.model_ref()
+    def _file_meta(self) -> dict[str, Any]:
+        """The settings the writer itself owns (the rest comes in the first delta)."""
         now = time.time()
-        return {
-            "format": FORMAT, "format_version": FORMAT_VERSION,
-            "vizdebug_version": _version(), "created": now, "heartbeat": now,
-            "state": "running", "failed": None, "ticks": 0, "interval": self.interval,
-            "pid": os.getpid(), "host": platform.node(), "argv": list(sys.argv),
-            "python": platform.python_version(),
-            "torch": getattr(torch, "__version__", None), "numpy": np.__version__,
-            "rank": session.rank, "world_size": distributed_rank()[1],
-            "model_class": type(model).__name__ if model is not None else None,
-            "every": session.every, "param_numel": list(session.param_numel),
-            # fixed when the hooks are attached: written once
-            "module_paths": list(session.hooks.module_paths),
-            "module_classes": list(session.hooks.module_classes),
-            "param_paths": list(session.hooks.param_paths),
-        }
+        return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": now,
+                "heartbeat": now, "state": "running", "failed": None, "ticks": 0,
+                "interval": self.interval, "pid": os.getpid()}
 
     def _write_meta(self, values: dict[str, Any]) -> None:
         self._conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -191,47 +171,47 @@ class RunWriter:
 
     # -- one write --------------------------------------------------------------------------------
     def tick(self, *, final_state: str | None = None) -> None:
-        """Write what arrived since the last write, in one transaction (any thread)."""
+        """Take the next delta and write everything not yet written, in one transaction
+        (any thread). A failed write is reported and retried with the next."""
         if os.getpid() != self._pid:
             return
-        session = self._session()
         with self._lock:
             if self.closed:
                 return
             start = time.thread_time()
             try:
-                self._tick(session, final_state)
+                if self._take_delta is not None:
+                    self._absorb(self._take_delta(final_state is not None))
+                self._write(final_state)
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     self._conn.execute("ROLLBACK")
-                if session is not None:
-                    session._on_error("the run store", exc)
+                if self._on_error is not None:
+                    with contextlib.suppress(Exception):
+                        self._on_error("the run store", exc)
             self.cpu_seconds += time.thread_time() - start
             if final_state is not None:
                 self._close_connection()
 
-    def _tick(self, session: Session | None, final_state: str | None) -> None:
-        meta: dict[str, Any] = {}
-        if session is not None:
-            with contextlib.suppress(Exception):
-                session.log_store.resolve()
-            if final_state is None:
-                session.hooks.read_sealed()
-        conn = self._conn
+    def _write(self, final_state: str | None) -> None:
+        delta, conn = self._unwritten, self._conn
         conn.execute("BEGIN IMMEDIATE")
         self._write_scalars(conn)
-        if session is not None:
-            self._write_samples(conn, session)
-            self._write_system(conn, session)
-            self._write_snapshots(conn, session, force=final_state is not None)
-            if session.failed:
-                meta["failed"] = session.failed
+        self._write_samples(conn, delta.samples)
+        conn.executemany("INSERT INTO system (time, cpu_percent, rss_mb, gpu_mb) "
+                         "VALUES (?, ?, ?, ?)", delta.system)
+        self._write_snapshots(conn, delta)
+        self._write_batch(conn, delta.batch)
         self.ticks += 1
-        meta.update(heartbeat=time.time(), ticks=self.ticks, dropped_points=self.dropped)
+        meta = {**delta.meta, "heartbeat": time.time(), "ticks": self.ticks,
+                "dropped_points": self.dropped}
+        if delta.failed:
+            meta["failed"] = delta.failed
         if final_state is not None:
             meta["state"] = final_state
         self._write_meta(meta)
         conn.execute("COMMIT")
+        self._unwritten = RunDelta()
 
     def _write_scalars(self, conn: Any) -> None:
         def rows():  # streamed: a backlog of many points never becomes one big list
@@ -243,63 +223,33 @@ class RunWriter:
         conn.executemany("INSERT INTO scalars (step, name, value, time) VALUES (?, ?, ?, ?)",
                          rows())
 
-    def _write_samples(self, conn: Any, session: Session) -> None:
-        from ..collect.samples import stack_rows
-
-        hooks = session.hooks
-        for kind, buffer, width in (("activations", hooks.activations, len(hooks.module_paths)),
-                                    ("grads", hooks.grads, len(hooks.param_paths))):
-            steps, rows = buffer.since(self._last[kind])
+    def _write_samples(self, conn: Any, samples: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+        for kind, steps, rows in samples:
             if steps.size == 0:
                 continue
             conn.execute(
                 "INSERT INTO samples (kind, first_step, last_step, steps, rows) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (kind, int(steps[0]), int(steps[-1]), to_npy(steps),
-                 to_npy(stack_rows(rows, width))))
-            self._last[kind] = int(steps[-1])
-
-    def _write_system(self, conn: Any, session: Session) -> None:
-        system = session.system
-        new = system.count - self._system_written
-        if new <= 0:
-            return
-        samples = list(system.samples)[-new:]
-        conn.executemany("INSERT INTO system (time, cpu_percent, rss_mb, gpu_mb) "
-                         "VALUES (?, ?, ?, ?)", samples)
-        self._system_written = system.count
+                (kind, int(steps[0]), int(steps[-1]), to_npy(steps), to_npy(rows)))
 
     def _put_blob(self, conn: Any, name: str, kind: str, data: bytes | str) -> None:
         conn.execute("INSERT OR REPLACE INTO blobs (name, kind, data) VALUES (?, ?, ?)",
                      (name, kind, data))
 
-    def _write_snapshots(self, conn: Any, session: Session, *, force: bool) -> None:
-        events = [vars(ev) for ev in session.policy.events]
-        errors = [[w, m, c] for (w, m), c in list(session._errors.items())]
-        for name, value in (("events", events), ("errors", errors)):
-            text = to_json(value)
-            if self._snapshots.get(name) != text:
-                self._put_blob(conn, name, "json", text)
-                self._snapshots[name] = text
-        tap = session.tap
-        if tap.batches and self._snapshots.get("loader") != tap.batches:
-            record = session._loader_record()
-            arrays = {k: v for k, v in record.items() if isinstance(v, np.ndarray)}
-            plain = {k: v for k, v in record.items() if not isinstance(v, np.ndarray)}
-            for key, array in arrays.items():
-                self._put_blob(conn, f"loader.{key}", "npy", to_npy(array))
+    def _write_snapshots(self, conn: Any, delta: RunDelta) -> None:
+        if delta.events is not None:
+            self._put_blob(conn, "events", "json", to_json(delta.events))
+        if delta.errors is not None:
+            self._put_blob(conn, "errors", "json", to_json([list(e) for e in delta.errors]))
+        if delta.loader is not None:
+            for key, value in delta.loader.items():
+                if isinstance(value, np.ndarray):
+                    self._put_blob(conn, f"loader.{key}", "npy", to_npy(value))
+            plain = {k: v for k, v in delta.loader.items() if not isinstance(v, np.ndarray)}
             self._put_blob(conn, "loader", "json", to_json(plain))
-            self._snapshots["loader"] = tap.batches
-        now = time.monotonic()
-        if force or now - self._batch_written_at >= BATCH_INTERVAL:
-            self._write_captured(conn, session)
-            self._batch_written_at = now
 
-    def _write_captured(self, conn: Any, session: Session) -> None:
-        captured = list(session.tap.captured)
-        if not captured or id(captured[-1]) in self._captured_ids:
-            return
-        arrays = batch_arrays(captured[-1])
+    def _write_batch(self, conn: Any, arrays: list[np.ndarray]) -> None:
+        """A captured batch goes into the next of :data:`CAPTURED_SLOTS` slots."""
         if not arrays:
             return
         slot = self._batch_slot % CAPTURED_SLOTS
@@ -307,7 +257,6 @@ class RunWriter:
         for i, array in enumerate(arrays):
             self._put_blob(conn, f"batch.{slot}.{i}", "npy", to_npy(array))
         self._put_blob(conn, f"batch.{slot}", "json", to_json({"order": self._batch_slot}))
-        self._captured_ids = {id(b) for b in captured}
         self._batch_slot += 1
 
     # -- lifetime ---------------------------------------------------------------------------------
@@ -327,12 +276,6 @@ class RunWriter:
             self._conn.execute("PRAGMA journal_mode=DELETE")
         with contextlib.suppress(Exception):
             self._conn.close()
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def _write_loop(ref: weakref.ref) -> None:

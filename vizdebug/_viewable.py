@@ -1,0 +1,41 @@
+"""``dashboard()`` and ``to_html()`` for a training source: the one sanctioned upward step.
+
+A live ``Session`` (``collect/``) and a stored ``Run`` (``store/``) both offer their
+dashboard as a convenience, as pandas offers ``.plot``. Both get it from this mixin, which
+imports ``views`` only inside its methods: importing ``collect`` or ``store`` never loads
+``views``, and no module below ``views`` imports it at import time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Viewable:
+    """Adds :meth:`dashboard` and :meth:`to_html` to a
+    :class:`~vizdebug.records.TrainingSource`."""
+
+    closed: bool
+
+    def _live_by_default(self) -> bool:
+        """Whether :meth:`dashboard` follows the source unless told (``live=``)."""
+        return not self.closed
+
+    def dashboard(self, **options: Any) -> Any:
+        """The training dashboard (see :class:`vizdebug.views.dashboard.Dashboard`); it
+        follows a source that is still collecting or being written.
+
+        Examples
+        --------
+        >>> session.dashboard()   # doctest: +SKIP
+        """
+        from .views.dashboard import Dashboard
+
+        options.setdefault("live", self._live_by_default())
+        return Dashboard.from_session(self, **options)
+
+    def to_html(self) -> str:
+        """The dashboard as it is now, as static HTML (used by ``vd.report``)."""
+        from .views.dashboard import Dashboard
+
+        return Dashboard.from_session(self, live=False).to_html()
