@@ -160,6 +160,50 @@ def test_time_as_array_and_bad_time() -> None:
         compare_distributions(ref, cur, time="ts", window=("2030-01-01", None))
 
 
+def test_parquet_time_window_gives_the_in_memory_table(tmp_path) -> None:
+    pytest.importorskip("pyarrow")
+    ref, cur = _sensor(9600, 0.75)
+    ref.to_parquet(tmp_path / "ref.parquet", row_group_size=2000)
+    cur.to_parquet(tmp_path / "cur.parquet", row_group_size=1500)  # windows cut across row groups
+    for window in [(None, "2025-01-06 12:00"), (cur.ts.iloc[7000], None), ("2025-01-04", "2025-01-07 03:10")]:
+        streamed = compare_distributions(tmp_path / "ref.parquet", tmp_path / "cur.parquet", time="ts",
+                                         window=window, time_buckets=6)
+        memory = compare_distributions(ref, cur, time="ts", window=window, time_buckets=6)
+        s, m = streamed.table.set_index("feature"), memory.table.set_index("feature")
+        assert list(s.index) == list(m.index) and "ts" not in s.index
+        assert s.drifted.to_dict() == m.drifted.to_dict() and s.n_cur.to_dict() == m.n_cur.to_dict()
+        assert s.statistic["temp"] == pytest.approx(m.statistic["temp"], abs=0.005)  # binned KS
+        assert s.effect_size["temp"] == pytest.approx(m.effect_size["temp"], rel=0.02, abs=0.002)
+        assert s.statistic["mode"] == pytest.approx(m.statistic["mode"], rel=1e-9)
+        assert streamed.data()["time"] == memory.data()["time"]  # the same slider over the same buckets
+        for r in streamed.results:
+            per_bucket = np.array(r.sketch.get("bucket_hist", r.sketch.get("bucket_counts")))
+            assert per_bucket.shape[0] == 6
+            assert per_bucket.sum(axis=0).tolist() == r.sketch.get("cur_hist", r.sketch.get("cur_counts"))
+    early = compare_distributions(tmp_path / "ref.parquet", tmp_path / "cur.parquet", time="ts",
+                                  window=(None, "2025-01-05 12:00"))  # drift starts on day 5
+    assert early.drifted == [] and set(compare_distributions(
+        tmp_path / "ref.parquet", tmp_path / "cur.parquet", time="ts").drifted) == {"temp", "mode"}
+
+
+def test_parquet_time_arguments_are_used_or_refused(tmp_path) -> None:
+    pytest.importorskip("pyarrow")
+    ref, cur = _sensor(600, 0.5)
+    ref.to_parquet(tmp_path / "ref.parquet")
+    cur.to_parquet(tmp_path / "cur.parquet")
+    paths = (tmp_path / "ref.parquet", tmp_path / "cur.parquet")
+    with pytest.raises(VizdebugError, match="time= must name a column"):
+        compare_distributions(*paths, time=np.arange(600.0))
+    with pytest.raises(VizdebugError, match="'nope' is not a column"):
+        compare_distributions(*paths, time="nope")
+    with pytest.raises(VizdebugError, match="keeps no current rows.*2025-01-01"):
+        compare_distributions(*paths, time="ts", window=("2030-01-01", None))
+    with pytest.raises(VizdebugError, match="window=.*needs time="):
+        compare_distributions(*paths, window=(0, 1))
+    mixed = compare_distributions(ref, paths[1], time="ts", window=(None, "2025-01-01 05:00"))
+    assert mixed.table.n_cur.max() == 300
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True),
                           st.integers(-10, 10), st.text(max_size=3), st.booleans()), min_size=1, max_size=30))

@@ -68,3 +68,44 @@ def test_what_if_shift_is_detected_like_the_real_test() -> None:
         assert g["statistic"] == pytest.approx(real.statistic, abs=0.01)
         assert g["effect"] == pytest.approx(real.effect_size, abs=0.01)
         assert (g["p_adj"] < 0.05 and g["effect"] >= 0.1) == real.drifted
+
+
+DOM_STUB = """
+function El(tag) { this.tag = tag; this.children = []; this.attrs = {}; this.style = {}; this.listeners = {}; this.textContent = ""; }
+El.prototype.setAttribute = function (k, v) { this.attrs[k] = String(v); };
+El.prototype.getAttribute = function (k) { return this.attrs[k]; };
+El.prototype.appendChild = function (c) { this.children.push(c); return c; };
+El.prototype.removeChild = function (c) { this.children.splice(this.children.indexOf(c), 1); return c; };
+Object.defineProperty(El.prototype, "firstChild", { get: function () { return this.children[0] || null; } });
+El.prototype.addEventListener = function (name, fn) { this.listeners[name] = fn; };
+function all(el, tag) { var out = el.tag === tag ? [el] : []; el.children.forEach(function (c) { out = out.concat(all(c, tag)); }); return out; }
+var document = { createElement: function (t) { return new El(t); }, createElementNS: function (ns, t) { return new El(t); } };
+"""
+
+
+def test_the_joined_scripts_mount_and_redraw_on_a_slider() -> None:
+    rng = np.random.default_rng(2)
+    n = 2000
+    view = compare_distributions({"x": rng.normal(size=n), "c": rng.choice(list("ab"), n)},
+                                 {"x": rng.normal(1, 1, n), "c": rng.choice(list("abc"), n), "t": np.arange(n)},
+                                 time="t", time_buckets=4)
+    code = (f"{DOM_STUB}\n{_js_source()}\nvar el = new El('div');\n"
+            f"vdDriftMount(el, {json.dumps(view.data())}, null);\n"
+            "var before = all(el, 'rect').length, win = all(el, 'input').filter(function (i) { return i.attrs['data-control'] === 'win1'; })[0];\n"
+            "win.value = 0; win.listeners.input();\n"
+            "console.log(JSON.stringify({selected: el.attrs['data-selected'], rects: before, "
+            "summary: all(el, 'div').filter(function (d) { return d.attrs['class'] === 'vd-summary'; })[0].textContent, paths: all(el, 'path').length}));")
+    out = json.loads(subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True).stdout)
+    assert out["selected"] == view.results[0].feature == "x"
+    assert out["rects"] > 60 and out["paths"] >= 1  # 30 bins x 2 sides, the timeline's line
+    assert "window" in out["summary"] and "features drifted" in out["summary"]
+
+
+def test_the_widget_esm_is_one_valid_module(tmp_path) -> None:
+    from vizdebug.views.drift import _widget_class
+
+    path = tmp_path / "drift.mjs"
+    path.write_text(_widget_class()._esm)
+    code = f"import('{path.as_uri()}').then(m => console.log(typeof m.default.render))"
+    out = subprocess.run([NODE, "--input-type=module", "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "function"

@@ -61,8 +61,12 @@ def time_values(raw: Any, is_datetime: bool, name: str | None) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def no_rows_error(window: Any, lo: float, hi: float) -> VizdebugError:
+def no_rows_error(window: Any, lo: float, hi: float, is_datetime: bool) -> VizdebugError:
     """The error for a window that keeps nothing, with the span the time column has."""
+    if is_datetime and np.isfinite(lo) and np.isfinite(hi):
+        import pandas as pd
+
+        lo, hi = (pd.Timestamp(float(x), unit="ms") for x in (lo, hi))
     return VizdebugError(f"window {window} keeps no current rows (time spans {lo} to {hi})")
 
 
@@ -93,7 +97,7 @@ def window_current(current: Any, time: Any, window: tuple[Any, Any] | None, n_bu
         lo, hi = window_bounds(window, is_dt)
         keep = (values >= lo) & (values < hi)
         if not keep.any():
-            raise no_rows_error(window, np.nanmin(values), np.nanmax(values))
+            raise no_rows_error(window, np.nanmin(values), np.nanmax(values), is_dt)
         current = {k: np.asarray(v)[keep] for k, v in table.items()}
         values = values[keep]
     buckets = sketches.make_buckets(values, n_buckets, is_dt)
@@ -157,7 +161,7 @@ def stream_time(dataset: Any, time: Any, window: tuple[Any, Any] | None, n_bucke
     probe = StreamTime(time, is_dt, None if window is None else window_bounds(window, is_dt), np.zeros(2))
     kept, seen = _spans(dataset, probe)
     if kept[0] > kept[1] and window is not None:
-        raise no_rows_error(window, *seen)
+        raise no_rows_error(window, *seen, is_dt)
     span = kept if kept[0] <= kept[1] else (0.0, 1.0)
     return StreamTime(time, is_dt, probe.bounds, sketches.bucket_edges(*span, n_buckets))
 
