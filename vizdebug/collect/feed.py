@@ -5,7 +5,8 @@ cursors of what was already handed over (the last sampled activation and gradien
 the number of system samples, the last snapshots of events, errors and loader statistics,
 the captured batches already stored) and reads the collectors through the Session, which
 it holds by a weak reference (a session nobody keeps is closed by its ``__del__``, and a
-feed without its session hands over nothing more). Runs on the store's thread.
+feed without its session hands over nothing more). The store calls it under its own
+lock, from its thread or from ``close()``.
 """
 
 from __future__ import annotations
