@@ -6,7 +6,9 @@ fix ``FINE_BINS`` shared quantile bins. Pass 2 counts every value into those bin
 merge by addition) and into the view's display bins. KS and Wasserstein are then computed
 on the bin grid: the KS statistic is a lower bound of the exact one, short by at most the
 largest bin mass (about 1/FINE_BINS); the table's ``test`` says ``ks (binned)``.
-Categorical columns (strings, dictionaries, booleans) are counted exactly.
+Categorical columns (strings, dictionaries, booleans) are counted exactly. With a time
+column (:class:`.drift_time.StreamTime`) the current side keeps only the rows inside the
+window, batch by batch, and pass 2 also counts them per time bucket for the view's slider.
 """
 
 from __future__ import annotations

@@ -8,135 +8,156 @@ var vdDriftMount = (function (S, P) {
   var adjust = S.adjust, featureStats = S.featureStats, whatIf = S.whatIf;
   var drawNumeric = P.drawNumeric, drawCategorical = P.drawCategorical, drawTimeline = P.drawTimeline;
 
-  function mount(el, data, model) {
-    var feats = data.features, nb = data.time ? data.time.edges.length - 1 : 0;
-    var st = { sel: 0, alpha: data.alpha, thr: data.effect_threshold, bins: 30, mode: "hist", win: [0, Math.max(nb - 1, 0)], shift: 0, scale: 1, windowed: false };
+  var BINS = [4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60, 120];
+  var ALPHAS = [0.0001, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2];
+
+  // the page: summary line, controls, table beside the selected feature's plots
+  function layout(el, nb) {
     while (el.firstChild) el.removeChild(el.firstChild);
-    var root = h("div", { "class": "vd-drift" }); el.appendChild(root);
-    var summary = h("div", { "class": "vd-summary", style: "font-weight:600;margin:4px 0" }); root.appendChild(summary);
-    var controls = h("div", { "class": "vd-controls", style: "display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px 0;font-size:12px" }); root.appendChild(controls);
-    function slider(name, label, min, max, step, value, show) {
-      var box = h("label", { style: "display:flex;align-items:center;gap:4px" }), out = h("span", { style: "min-width:3.5em" });
-      var inp = h("input", { type: "range", min: min, max: max, step: step, "data-control": name }); inp.value = value;
-      box.appendChild(h("span", {}, label)); box.appendChild(inp); box.appendChild(out); controls.appendChild(box);
-      var upd = function () { out.textContent = show(Number(inp.value)); }; upd();
-      inp.addEventListener("input", function () { upd(); onControl(name, Number(inp.value)); });
-      return inp;
-    }
-    var DIV = [4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60, 120];
-    slider("bins", "bins", 0, DIV.length - 1, 1, DIV.indexOf(30), function (v) { return DIV[v]; });
-    var ALPHAS = [0.0001, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2];
-    if (ALPHAS.indexOf(st.alpha) < 0) { ALPHAS.push(st.alpha); ALPHAS.sort(function (a, b) { return a - b; }); }
-    slider("alpha", "α", 0, ALPHAS.length - 1, 1, ALPHAS.indexOf(st.alpha), function (v) { return fmt(ALPHAS[v], 2); });
-    slider("thr", "effect ≥", 0.01, 0.5, 0.01, st.thr, function (v) { return fmt(v, 2); });
-    slider("shift", "what-if shift (σ)", -2, 2, 0.01, 0, function (v) { return (v > 0 ? "+" : "") + v.toFixed(2); });
-    slider("scale", "what-if scale ×", 0.5, 2, 0.01, 1, function (v) { return v.toFixed(2); });
+    var ui = {}, root = h("div", { "class": "vd-drift" }); el.appendChild(root);
+    ui.summary = root.appendChild(h("div", { "class": "vd-summary", style: "font-weight:600;margin:4px 0" }));
+    ui.controls = root.appendChild(h("div", { "class": "vd-controls", style: "display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px 0;font-size:12px" }));
+    var body = root.appendChild(h("div", { style: "display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap" }));
+    ui.tableBox = body.appendChild(h("div", { style: "max-height:420px;overflow:auto;flex:1 1 470px;font-size:11px" }));
+    var plotBox = body.appendChild(h("div", { style: "flex:1 1 520px;max-width:640px" }));
+    ui.title = plotBox.appendChild(h("div", { "class": "vd-plot-title", style: "font-weight:600" }));
+    ui.svg = plotBox.appendChild(s("svg", { "class": "vd-plot", width: "100%", role: "img" }));
+    ui.tsvg = nb ? plotBox.appendChild(s("svg", { "class": "vd-timeline", width: "100%" })) : null;
+    ui.info = plotBox.appendChild(h("div", { "class": "vd-whatif vd-note", style: "font-size:12px;color:#333;margin-top:4px" }));
+    return ui;
+  }
+
+  function slider(app, name, label, range, value, show) {
+    var box = h("label", { style: "display:flex;align-items:center;gap:4px" }), out = h("span", { style: "min-width:3.5em" });
+    var inp = h("input", { type: "range", min: range[0], max: range[1], step: range[2], "data-control": name }); inp.value = value;
+    box.appendChild(h("span", {}, label)); box.appendChild(inp); box.appendChild(out); app.ui.controls.appendChild(box);
+    var upd = function () { out.textContent = show(Number(inp.value)); }; upd();
+    inp.addEventListener("input", function () { upd(); onControl(app, name, Number(inp.value)); });
+    return inp;
+  }
+
+  function buildControls(app) {
+    var st = app.st, tm = app.data.time, alphas = app.alphas;
+    slider(app, "bins", "bins", [0, BINS.length - 1, 1], BINS.indexOf(30), function (v) { return BINS[v]; });
+    slider(app, "alpha", "α", [0, alphas.length - 1, 1], alphas.indexOf(st.alpha), function (v) { return fmt(alphas[v], 2); });
+    slider(app, "thr", "effect ≥", [0.01, 0.5, 0.01], st.thr, function (v) { return fmt(v, 2); });
+    slider(app, "shift", "what-if shift (σ)", [-2, 2, 0.01], 0, function (v) { return (v > 0 ? "+" : "") + v.toFixed(2); });
+    slider(app, "scale", "what-if scale ×", [0.5, 2, 0.01], 1, function (v) { return v.toFixed(2); });
     var modeSel = h("select", { "data-control": "mode" });
     [["hist", "histogram"], ["density", "density"], ["ecdf", "ECDF"]].forEach(function (o) { modeSel.appendChild(h("option", { value: o[0] }, o[1])); });
-    modeSel.addEventListener("change", function () { st.mode = modeSel.value; redraw(); });
-    controls.appendChild(modeSel);
-    var winOut = null;
-    if (nb) {
-      var t0 = slider("win0", "window from", 0, nb - 1, 1, 0, function (v) { return fmtX(data.time.edges[v], data.time.is_datetime); });
-      var t1 = slider("win1", "to", 0, nb - 1, 1, nb - 1, function (v) { return fmtX(data.time.edges[v + 1], data.time.is_datetime); });
-      winOut = [t0, t1];
-    }
-    var body = h("div", { style: "display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap" }); root.appendChild(body);
-    var tableBox = h("div", { style: "max-height:420px;overflow:auto;flex:1 1 470px;font-size:11px" }); body.appendChild(tableBox);
-    var plotBox = h("div", { style: "flex:1 1 520px;max-width:640px" }); body.appendChild(plotBox);
-    var title = h("div", { "class": "vd-plot-title", style: "font-weight:600" }); plotBox.appendChild(title);
-    var svg = s("svg", { "class": "vd-plot", width: "100%", role: "img" }); plotBox.appendChild(svg);
-    var tsvg = nb ? s("svg", { "class": "vd-timeline", width: "100%" }) : null; if (tsvg) plotBox.appendChild(tsvg);
-    var info = h("div", { "class": "vd-whatif vd-note", style: "font-size:12px;color:#333;margin-top:4px" }); plotBox.appendChild(info);
-
-    function sync(name, value) { if (model) { model.set(name, value); model.save_changes(); } }
-    function onControl(name, v) {
-      if (name === "bins") { st.bins = DIV[v]; sync("bins", st.bins); }
-      if (name === "alpha") { st.alpha = ALPHAS[v]; sync("alpha", st.alpha); }
-      if (name === "thr") { st.thr = v; sync("effect_threshold", v); }
-      if (name === "shift") { st.shift = v; sync("shift", v); }
-      if (name === "scale") { st.scale = v; sync("scale", v); }
-      if (name === "win0" || name === "win1") {
-        st.win = name === "win0" ? [v, Math.max(v, st.win[1])] : [Math.min(v, st.win[0]), v];
-        winOut[0].value = st.win[0]; winOut[1].value = st.win[1];
-        sync("window", st.win);
-      }
-      redraw();
-    }
-
-    function rows() {
-      st.windowed = nb > 0 && (st.win[0] > 0 || st.win[1] < nb - 1);
-      var res = feats.map(function (f) {
-        if (!st.windowed) return { f: f, statistic: f.statistic, p: f.p_value, effect: f.effect_size, n: f.n_cur, cur: f.kind === "numeric" || f.kind === "datetime" ? f.sketch.cur_hist : (f.sketch.cur_counts || null) };
-        var r = featureStats(f, st.win[0], st.win[1]); r.f = f; return r;
-      });
-      var adj = adjust(res.map(function (r) { return r.p; }), data.correction);
-      res.forEach(function (r, i) { r.p_adj = adj[i]; r.drifted = r.p_adj < st.alpha && r.effect >= st.thr; });
-      return res;
-    }
-
-    function redraw() {
-      var t = performance.now(), res = rows(), nd = res.filter(function (r) { return r.drifted; }).length;
-      summary.textContent = nd + " of " + res.length + " features drifted · α = " + fmt(st.alpha, 2) + " (" + data.correction + ") and effect ≥ " + fmt(st.thr, 2) +
-        (st.windowed ? " · window " + fmtX(data.time.edges[st.win[0]], data.time.is_datetime) + " – " + fmtX(data.time.edges[st.win[1] + 1], data.time.is_datetime) + " (≈ from binned sketches)" : "");
-      drawTable(res);
-      var r = res[st.sel], f = r.f, isDate = f.kind === "datetime";
-      while (svg.firstChild) svg.removeChild(svg.firstChild);
-      title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmt(r.p_adj, 2) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
-      var wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
-      if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40, "font-size": 12 }, f.note || "no values to compare"));
-      else if (numeric) {
-        if (st.shift !== 0 || st.scale !== 1) wi = whatIf(f, st.shift, st.scale, res.length);
-        drawNumeric(svg, f, st, r.cur, wi, isDate);
-      } else drawCategorical(svg, f, r.cur);
-      if (tsvg && f.test !== "none") drawTimeline(tsvg, f, data, st);
-      info.textContent = whatIfText(f, wi, numeric);
-      el.setAttribute("data-redraw-ms", (performance.now() - t).toFixed(1));
-      el.setAttribute("data-selected", f.feature);
-    }
-
-    function whatIfText(f, wi, numeric) {
-      if (!numeric || f.test === "none") return "What-if shifts apply to numeric features.";
-      var min = minimalShift(f, st.scale, res_len());
-      var floor = "Smallest shift of the reference that would be flagged at these sample sizes (n = " + f.n_ref + " vs " + f.n_cur + "): " + (min === null ? "none up to 3σ" : "±" + min.toFixed(2) + "σ") + ".";
-      if (!wi) return floor + " Move the what-if sliders to see a hypothetical change.";
-      return "What-if: the reference shifted " + (st.shift >= 0 ? "+" : "") + st.shift.toFixed(2) + "σ and scaled ×" + st.scale.toFixed(2) + " → KS D ≈ " + fmt(wi.statistic) + ", p ≈ " + fmt(wi.p, 2) + " (Bonferroni-adjusted " + fmt(wi.p_adj, 2) + "), normed Wasserstein ≈ " + fmt(wi.effect) + ": " + (wi.p_adj < st.alpha && wi.effect >= st.thr ? "WOULD be flagged" : "would NOT be flagged") + ". " + floor;
-    }
-    function res_len() { return feats.length; }
-    var shiftCache = {};
-    function minimalShift(f, scale, m) { // coarse 0.05-sigma steps, then 0.01 within the step
-      var key = [f.feature, scale, st.alpha, st.thr].join("|");
-      if (key in shiftCache) return shiftCache[key];
-      var hit = function (d) { var w = whatIf(f, d, scale, m); return w.p_adj < st.alpha && w.effect >= st.thr; };
-      var found = null;
-      for (var d = 0; d <= 3.0001 && found === null; d += 0.05) if (hit(d)) found = d;
-      if (found !== null) for (var e = Math.max(0, found - 0.04); e <= found; e += 0.01) if (hit(e)) { found = e; break; }
-      shiftCache[key] = found;
-      return found;
-    }
-
-    function drawTable(res) {
-      while (tableBox.firstChild) tableBox.removeChild(tableBox.firstChild);
-      var tb = h("table", { "class": "vd-table vd-drift-table" }), head = h("tr");
-      ["feature", "kind", "test", "stat", "p (adj)", "effect", "PSI", "missing", "drifted"].forEach(function (c) { head.appendChild(h("th", {}, c)); });
-      tb.appendChild(head);
-      res.forEach(function (r, i) {
-        var f = r.f, tr = h("tr", { "data-feature-index": i, style: "cursor:pointer;" + (i === st.sel ? "outline:2px solid #1565c0;" : "") + (r.drifted ? "background:#fff3e0" : "") });
-        [f.feature, f.kind, f.test, fmt(r.statistic), fmt(r.p_adj, 2), fmt(r.effect), fmt(f.psi), fmt(100 * f.missing_ref, 2) + "→" + fmt(100 * f.missing_cur, 2) + "%", r.drifted ? "yes" : "no"]
-          .forEach(function (c) { tr.appendChild(h("td", {}, c)); });
-        tr.addEventListener("click", function () { st.sel = i; sync("selected", f.feature); redraw(); });
-        tb.appendChild(tr);
-      });
-      tableBox.appendChild(tb);
-    }
-
-    if (model) model.on("change:selected", function () {
-      var name = model.get("selected"), i = feats.findIndex(function (f) { return f.feature === name; });
-      if (i >= 0 && i !== st.sel) { st.sel = i; redraw(); }
-    });
-    redraw();
+    modeSel.addEventListener("change", function () { st.mode = modeSel.value; redraw(app); });
+    app.ui.controls.appendChild(modeSel);
+    if (!app.nb) return;
+    app.winInputs = [
+      slider(app, "win0", "window from", [0, app.nb - 1, 1], 0, function (v) { return fmtX(tm.edges[v], tm.is_datetime); }),
+      slider(app, "win1", "to", [0, app.nb - 1, 1], app.nb - 1, function (v) { return fmtX(tm.edges[v + 1], tm.is_datetime); })
+    ];
   }
-  // the statistics helpers, for tests (tests/test_drift_js.py runs them in node)
+
+  function sync(app, name, value) { if (app.model) { app.model.set(name, value); app.model.save_changes(); } }
+
+  function onControl(app, name, v) {
+    var st = app.st;
+    if (name === "bins") { st.bins = BINS[v]; sync(app, "bins", st.bins); }
+    if (name === "alpha") { st.alpha = app.alphas[v]; sync(app, "alpha", st.alpha); }
+    if (name === "thr") { st.thr = v; sync(app, "effect_threshold", v); }
+    if (name === "shift") { st.shift = v; sync(app, "shift", v); }
+    if (name === "scale") { st.scale = v; sync(app, "scale", v); }
+    if (name === "win0" || name === "win1") {
+      st.win = name === "win0" ? [v, Math.max(v, st.win[1])] : [Math.min(v, st.win[0]), v];
+      app.winInputs[0].value = st.win[0]; app.winInputs[1].value = st.win[1];
+      sync(app, "window", st.win);
+    }
+    redraw(app);
+  }
+
+  // every feature's statistics for the current window and decision settings
+  function rows(app) {
+    var st = app.st;
+    st.windowed = app.nb > 0 && (st.win[0] > 0 || st.win[1] < app.nb - 1);
+    var res = app.data.features.map(function (f) {
+      if (!st.windowed) return { f: f, statistic: f.statistic, p: f.p_value, effect: f.effect_size, n: f.n_cur, cur: f.kind === "numeric" || f.kind === "datetime" ? f.sketch.cur_hist : (f.sketch.cur_counts || null) };
+      var r = featureStats(f, st.win[0], st.win[1]); r.f = f; return r;
+    });
+    var adj = adjust(res.map(function (r) { return r.p; }), app.data.correction);
+    res.forEach(function (r, i) { r.p_adj = adj[i]; r.drifted = r.p_adj < st.alpha && r.effect >= st.thr; });
+    return res;
+  }
+
+  function summaryText(app, res) {
+    var st = app.st, tm = app.data.time, nd = res.filter(function (r) { return r.drifted; }).length;
+    return nd + " of " + res.length + " features drifted · α = " + fmt(st.alpha, 2) + " (" + app.data.correction + ") and effect ≥ " + fmt(st.thr, 2) +
+      (st.windowed ? " · window " + fmtX(tm.edges[st.win[0]], tm.is_datetime) + " – " + fmtX(tm.edges[st.win[1] + 1], tm.is_datetime) + " (≈ from binned sketches)" : "");
+  }
+
+  function redraw(app) {
+    var t = performance.now(), st = app.st, ui = app.ui, res = rows(app);
+    ui.summary.textContent = summaryText(app, res);
+    drawTable(app, res);
+    var r = res[st.sel], f = r.f, svg = ui.svg, wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    ui.title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmt(r.p_adj, 2) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
+    if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40, "font-size": 12 }, f.note || "no values to compare"));
+    else if (numeric) {
+      if (st.shift !== 0 || st.scale !== 1) wi = whatIf(f, st.shift, st.scale, res.length);
+      drawNumeric(svg, f, st, r.cur, wi, f.kind === "datetime");
+    } else drawCategorical(svg, f, r.cur);
+    if (ui.tsvg && f.test !== "none") drawTimeline(ui.tsvg, f, app.data, st);
+    ui.info.textContent = whatIfText(app, f, wi, numeric);
+    app.el.setAttribute("data-redraw-ms", (performance.now() - t).toFixed(1));
+    app.el.setAttribute("data-selected", f.feature);
+  }
+
+  function whatIfText(app, f, wi, numeric) {
+    var st = app.st;
+    if (!numeric || f.test === "none") return "What-if shifts apply to numeric features.";
+    var min = minimalShift(app, f, st.scale, app.data.features.length);
+    var floor = "Smallest shift of the reference that would be flagged at these sample sizes (n = " + f.n_ref + " vs " + f.n_cur + "): " + (min === null ? "none up to 3σ" : "±" + min.toFixed(2) + "σ") + ".";
+    if (!wi) return floor + " Move the what-if sliders to see a hypothetical change.";
+    return "What-if: the reference shifted " + (st.shift >= 0 ? "+" : "") + st.shift.toFixed(2) + "σ and scaled ×" + st.scale.toFixed(2) + " → KS D ≈ " + fmt(wi.statistic) + ", p ≈ " + fmt(wi.p, 2) + " (Bonferroni-adjusted " + fmt(wi.p_adj, 2) + "), normed Wasserstein ≈ " + fmt(wi.effect) + ": " + (wi.p_adj < st.alpha && wi.effect >= st.thr ? "WOULD be flagged" : "would NOT be flagged") + ". " + floor;
+  }
+
+  function minimalShift(app, f, scale, m) { // coarse 0.05-sigma steps, then 0.01 within the step
+    var st = app.st, key = [f.feature, scale, st.alpha, st.thr].join("|");
+    if (key in app.shiftCache) return app.shiftCache[key];
+    var hit = function (d) { var w = whatIf(f, d, scale, m); return w.p_adj < st.alpha && w.effect >= st.thr; };
+    var found = null;
+    for (var d = 0; d <= 3.0001 && found === null; d += 0.05) if (hit(d)) found = d;
+    if (found !== null) for (var e = Math.max(0, found - 0.04); e <= found; e += 0.01) if (hit(e)) { found = e; break; }
+    app.shiftCache[key] = found;
+    return found;
+  }
+
+  function drawTable(app, res) {
+    var st = app.st, box = app.ui.tableBox;
+    while (box.firstChild) box.removeChild(box.firstChild);
+    var tb = h("table", { "class": "vd-table vd-drift-table" }), head = h("tr");
+    ["feature", "kind", "test", "stat", "p (adj)", "effect", "PSI", "missing", "drifted"].forEach(function (c) { head.appendChild(h("th", {}, c)); });
+    tb.appendChild(head);
+    res.forEach(function (r, i) {
+      var f = r.f, tr = h("tr", { "data-feature-index": i, style: "cursor:pointer;" + (i === st.sel ? "outline:2px solid #1565c0;" : "") + (r.drifted ? "background:#fff3e0" : "") });
+      [f.feature, f.kind, f.test, fmt(r.statistic), fmt(r.p_adj, 2), fmt(r.effect), fmt(f.psi), fmt(100 * f.missing_ref, 2) + "→" + fmt(100 * f.missing_cur, 2) + "%", r.drifted ? "yes" : "no"]
+        .forEach(function (c) { tr.appendChild(h("td", {}, c)); });
+      tr.addEventListener("click", function () { st.sel = i; sync(app, "selected", f.feature); redraw(app); });
+      tb.appendChild(tr);
+    });
+    box.appendChild(tb);
+  }
+
+  function mount(el, data, model) {
+    var nb = data.time ? data.time.edges.length - 1 : 0, alphas = ALPHAS.slice();
+    if (alphas.indexOf(data.alpha) < 0) { alphas.push(data.alpha); alphas.sort(function (a, b) { return a - b; }); }
+    var app = {
+      el: el, data: data, model: model, nb: nb, alphas: alphas, shiftCache: {}, winInputs: null, ui: layout(el, nb),
+      st: { sel: 0, alpha: data.alpha, thr: data.effect_threshold, bins: 30, mode: "hist", win: [0, Math.max(nb - 1, 0)], shift: 0, scale: 1, windowed: false }
+    };
+    buildControls(app);
+    if (model) model.on("change:selected", function () {
+      var name = model.get("selected"), i = data.features.findIndex(function (f) { return f.feature === name; });
+      if (i >= 0 && i !== app.st.sel) { app.st.sel = i; redraw(app); }
+    });
+    redraw(app);
+  }
   // the statistics helpers, for tests (tests/test_drift_js.py runs them in node)
   mount.stats = S;
   return mount;

@@ -217,15 +217,18 @@ def compare_distributions(
     reference, current : DataFrame, dict of arrays, 2-d ndarray or tensor, or a Parquet
         path / pyarrow dataset (streamed in record batches into sketches).
     features : the columns to compare (default: all shared columns).
-    time : the name of a time column of ``current`` (or an array with one value per current
-        row): the view gets a time-window slider and a drift-over-time strip.
+    time : the name of a time column of ``current`` (in memory also an array with one value
+        per current row): the view gets a time-window slider and a drift-over-time strip.
+        Streamed Parquet needs a column name; its rows are windowed while streaming.
     categorical : columns to treat as categories; ``kinds`` overrides any feature's kind
         (``numeric``, ``categorical``, ``boolean``, ``datetime``).
     alpha, correction : significance after correcting for many features (``holm``,
         ``bonferroni``, ``bh`` or ``none``).
     effect_threshold : the smallest effect called drift (normed Wasserstein for numbers,
         Jensen-Shannon distance for categories).
-    window : ``(start, end)`` of ``time`` to keep from the current data (either may be None).
+    window : ``(start, end)`` of ``time`` to keep from the current data (either may be None);
+        ``start <= time < end``, in memory and streamed alike.
+    time_buckets : how many equal-width time buckets the slider moves over.
 
     Returns
     -------
