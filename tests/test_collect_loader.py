@@ -42,7 +42,7 @@ def test_wait_and_compute_are_split_with_a_fake_clock():
     t = tap.timing()
     assert t["batches"] == 5
     assert t["wait"].tolist() == pytest.approx([0.5] * 5)
-    assert t["compute"].tolist() == pytest.approx([1.0] * 4)
+    assert t["compute"].tolist() == pytest.approx([1.0] * 5)  # the last ends at StopIteration
 
 
 def test_dataloader_is_tapped_in_the_users_own_loop_and_restored_on_close():
@@ -185,3 +185,15 @@ def test_split_batch_reads_an_object_with_named_parts():
 
     parts = split_batch(Sample())
     assert parts.input.shape == (2, 3, 4, 4) and parts.target.tolist() == [1, 0]
+
+
+def test_the_last_batch_of_an_epoch_counts_its_compute():
+    """A full-batch loop (one batch per epoch) computes after every batch: the tap used to
+    see only the waits and reported 100% waiting."""
+    tap = LoaderTap(every=1, clock=FakeClock([1.0]))  # each clock read: one second later
+    for _epoch in range(3):
+        for _ in tap.wrap(iter(range(1))):
+            pass
+    t = tap.timing()
+    assert t["batches"] == 3
+    assert t["total_wait"] == pytest.approx(3.0) and t["total_compute"] == pytest.approx(3.0)

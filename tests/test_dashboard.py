@@ -12,7 +12,7 @@ import torch
 
 import vizdebug as vd
 from vizdebug._env import set_renderer
-from vizdebug.analysis.training import TrainingRecords
+from vizdebug.records import TrainingRecords
 from vizdebug.views._dashboard_figure import MAX_POINTS, dashboard_figure, epoch_marks
 from vizdebug.views.dashboard import Dashboard
 

@@ -21,9 +21,12 @@ from vizdebug.analysis.training import (
     TrainingRecords,
     diagnose,
     loss_instability,
+    rule_dead_units,
     rule_overfitting,
     rule_underfitting,
+    rule_vanishing,
 )
+from vizdebug.analysis.training_curves import rule_input_bound
 
 pytestmark = pytest.mark.slow
 
@@ -154,3 +157,61 @@ def test_instability_ignores_noise_on_a_flat_curve():
 
 def test_empty_records_give_nothing():
     assert diagnose(TrainingRecords()) == []
+
+
+# -- recalibrations against false alarms on working programs (issue 11) ------------------
+def test_overfitting_ignores_a_rise_on_a_nearly_solved_task():
+    """Validation loss 0.008 -> 0.05 at 99% accuracy: a rise, but nothing to win back."""
+    steps = np.arange(100)
+    val_steps = np.arange(9, 100, 10)
+    val = np.array([0.3, 0.02, 0.008, 0.01, 0.015, 0.02, 0.03, 0.04, 0.045, 0.05])
+    rec = TrainingRecords(scalars={"loss": (steps, np.geomspace(0.7, 1e-4, 100)),
+                                   "val_loss": (val_steps, val)})
+    assert rule_overfitting(rec) == []
+    rec.scalars["val_loss"] = (val_steps, val * 20)  # the same shape at 0.16 -> 1.0: overfit
+    assert rule_overfitting(rec)[0].code == "overfitting"
+
+
+def _vanishing_records(loss: np.ndarray) -> TrainingRecords:
+    n = 20
+    grads = np.zeros((n, 2, 3))
+    grads[:, 0, 0], grads[:, 1, 0] = 1e-6, 1.0  # first layer 1e-6 of the last one
+    return TrainingRecords(scalars={"loss": (np.arange(loss.size), loss)},
+                           grad_steps=np.arange(n) * 10, grads=grads,
+                           param_paths=["first.weight", "last.weight"], param_numel=[100, 100])
+
+
+def test_vanishing_is_not_named_on_a_solved_task():
+    assert rule_vanishing(_vanishing_records(np.full(200, 2.3)))[0].where == "first.weight"
+    assert rule_vanishing(_vanishing_records(np.geomspace(2.3, 0.003, 200))) == []
+
+
+def test_dead_units_need_most_of_a_layer():
+    dead = np.zeros((10, 1, 9))
+    dead[:, 0, 3] = 0.6  # 60% dead: seen in networks that train fine
+    rec = TrainingRecords(module_paths=["act"], module_classes=["ReLU"], activations=dead,
+                          act_steps=np.arange(10))
+    assert rule_dead_units(rec) == []
+    rec.activations[:, 0, 3] = 0.9
+    assert rule_dead_units(rec)[0].evidence["dead_share"] == 0.9
+
+
+def _loader(wait: float, compute: float, batches: int = 40) -> dict:
+    return {"batches": batches, "total_wait": wait, "total_compute": compute,
+            "wait": np.full(batches, wait / batches), "compute": np.full(batches, compute / batches)}
+
+
+def test_input_bound_weighs_the_time_lost_too():
+    assert rule_input_bound(TrainingRecords(loader=_loader(0.03, 0.01))) == []  # 30 ms in all
+    assert rule_input_bound(TrainingRecords(loader=_loader(30.0, 10.0)))[0].code == "input-bound"
+
+
+def test_underfitting_with_zero_gradients_blames_the_graph_not_the_optimizer():
+    steps = np.arange(200)
+    rec = TrainingRecords(
+        scalars={"loss": (steps, np.full(200, 2.3))},
+        grad_steps=np.arange(0, 200, 10), grads=np.zeros((20, 1, 3)),
+        param_paths=["w"], param_numel=[10],
+    )
+    hint = rule_underfitting(rec)[0].hint
+    assert "exactly zero" in hint and "optimizer.step()" not in hint

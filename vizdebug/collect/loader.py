@@ -220,6 +220,14 @@ class LoaderTap:
         except Exception as exc:
             self.on_error("the loader tap", exc)
 
+    def record_compute(self, seconds: float) -> None:
+        """Account the compute time of an epoch's last batch (never raises)."""
+        try:
+            self.compute.append(seconds)
+            self.total_compute += seconds
+        except Exception as exc:
+            self.on_error("the loader tap", exc)
+
     def _describe(self, batch: Any) -> None:
         x = split_batch(batch).input
         self.captured.append(batch)
@@ -282,7 +290,15 @@ class TappedIterator:
     def __next__(self) -> Any:
         clock = self._tap.clock
         start = clock()
-        batch = next(self._inner)
+        try:
+            batch = next(self._inner)
+        except StopIteration:
+            # the last batch's compute ends here: without it a loop of one batch per epoch
+            # (full-batch training) looked as if it only ever waited for data
+            if self._last is not None and not (self._tap.closed or self._tap.paused):
+                self._tap.record_compute(start - self._last)
+            self._last = None
+            raise
         end = clock()
         computed = None if self._last is None else start - self._last
         self._last = end
