@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.curves import bucket_max, downsample, ema_smooth
-from ..analysis.training import TrainingRecords
+from ..records import TrainingRecords
 
 MAX_POINTS = 1500
 MAX_COLUMNS = 160

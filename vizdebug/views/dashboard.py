@@ -16,33 +16,19 @@ import time
 import weakref
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..analysis.training import TrainingRecords, diagnose
-from ..findings import Finding, Findings, findings_html
+from ..analysis.training import diagnose
+from ..findings import Findings, findings_html
+from ..records import TrainingRecords, TrainingSource
 from ._base import View, live_esm, plotly_div
 from ._dashboard_figure import dashboard_figure
 
 _STATIC = Path(__file__).with_name("static")
 MIN_INTERVAL = 0.3
 BUDGET = 0.02
-
-
-class TrainingSource(Protocol):
-    """What a dashboard reads: a live Session or a stored run."""
-
-    closed: bool
-    failed: str | None
-    state: str  # running, closed, failed (a stored run also: ended, interrupted)
-
-    @property
-    def version(self) -> Any: ...
-
-    def records(self, *, flush: bool = True) -> TrainingRecords: ...
-
-    def state_findings(self) -> list[Finding]: ...
 
 
 @cache
