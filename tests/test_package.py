@@ -65,3 +65,19 @@ def test_demo_runs_and_flags_only_the_broken_augmentation(tmp_path):
     assert "Training dashboard" in (tmp_path / "r.html").read_text()
     missing = subprocess.run([*cli, str(tmp_path / "nope.sqlite")], capture_output=True, text=True)
     assert missing.returncode == 2 and "no run file" in missing.stderr
+
+
+def test_layers_import_down_only_and_modules_stay_small():
+    """DESIGN.md's layers: no import cycle, no upward import but the lazy views step of
+    dashboard()/to_html(); no source module (Python or JavaScript) past 400 lines."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "scripts" / "import_graph.py")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no cycles, no upward imports" in out.stdout
+    sources = [*root.joinpath("vizdebug").rglob("*.py"), *root.joinpath("vizdebug").rglob("*.js")]
+    long = {str(p.relative_to(root)): n for p in sources
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}
