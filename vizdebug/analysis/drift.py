@@ -186,7 +186,7 @@ def numeric_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None) ->
     base = dict(feature=ref.name, kind=ref.kind, effect_metric="normed wasserstein",
                 n_ref=len(a), n_cur=len(b), missing_ref=miss_a, missing_cur=miss_b)
     if len(a) == 0 or len(b) == 0:
-        return untested(base, _no_values(len(a), len(b)))
+        return untested(base, no_values_note(len(a), len(b)))
     d, w = ks_wasserstein_sorted(a, b)
     d, p, p_method = ks_pvalue(d, len(a), len(b), a, b)
     result = FeatureDrift(
@@ -233,7 +233,7 @@ def categorical_drift(ref: Column, cur: Column, buckets: sketches.Buckets | None
     base = dict(feature=ref.name, kind=ref.kind, effect_metric="jensen-shannon",
                 n_ref=int(rc.sum()), n_cur=int(cc.sum()), missing_ref=miss_a, missing_cur=miss_b)
     if rc.sum() == 0 or cc.sum() == 0:
-        return untested(base, _no_values(int(rc.sum()), int(cc.sum())))
+        return untested(base, no_values_note(int(rc.sum()), int(cc.sum())))
     seen = np.nonzero((rc + cc) > 0)[0]
     if len(seen) < 2:
         chi2, p = 0.0, 1.0
@@ -255,7 +255,8 @@ def untested(base: dict[str, Any], note: str) -> FeatureDrift:
                         psi=np.nan, note=note, **base)
 
 
-def _no_values(n_ref: int, n_cur: int) -> str:
+def no_values_note(n_ref: int, n_cur: int) -> str:
+    """Why a feature with no values on a side was not compared."""
     sides = [s for s, n in (("reference", n_ref), ("current", n_cur)) if n == 0]
     return f"no values in the {' and the '.join(sides)} data: not compared"
 

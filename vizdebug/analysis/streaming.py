@@ -23,7 +23,14 @@ import numpy as np
 from ..data.tables import KINDS, arrow_dataset, arrow_kind
 from ..errors import VizdebugError
 from . import sketches
-from .drift import FeatureDrift, js_from_counts, ks_pvalue, psi_from_counts
+from .drift import (
+    FeatureDrift,
+    js_from_counts,
+    ks_pvalue,
+    no_values_note,
+    psi_from_counts,
+    untested,
+)
 from .drift_time import StreamTime
 
 FINE_BINS = 4096
@@ -224,7 +231,7 @@ def _numeric_result(name: str, kind: str, ref: NumericStream, cur: NumericStream
                 missing_ref=ref.missing / max(ref.n + ref.missing, 1),
                 missing_cur=cur.missing / max(cur.n + cur.missing, 1))
     if ref.n == 0 or cur.n == 0:
-        return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan, effect_size=np.nan, psi=np.nan, **base)
+        return untested(base, no_values_note(ref.n, cur.n))
     lo, hi = min(ref.lo, cur.lo), max(ref.hi, cur.hi)
     d, w = _binned(np.concatenate([[lo], np.clip(inner, lo, hi), [hi]]), ref.fine, cur.fine)
     _, p, _ = ks_pvalue(d, ref.n, cur.n)
@@ -268,7 +275,7 @@ def _categorical_result(name: str, kind: str, ref: StreamSide, cur: StreamSide) 
                 missing_ref=ref.missing[name] / max(n_r + ref.missing[name], 1),
                 missing_cur=cur.missing[name] / max(n_c + cur.missing[name], 1))
     if n_r == 0 or n_c == 0:
-        return FeatureDrift(test="none", statistic=np.nan, p_value=np.nan, effect_size=np.nan, psi=np.nan, **base)
+        return untested(base, no_values_note(n_r, n_c))
     chi2, p = (0.0, 1.0) if len(cats) < 2 else stats.chi2_contingency(np.vstack([rc, cc]))[:2]
     unseen = (rc == 0) & (cc > 0)
     return FeatureDrift(
