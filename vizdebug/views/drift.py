@@ -59,7 +59,8 @@ def _finite(x: Any) -> Any:
 class DriftView(View):
     """Per-feature drift between a reference and a current data set.
 
-    Build it with :func:`compare_distributions`. ``table`` is ranked by drift,
+    Build it with :func:`compare_distributions` (or ``DriftView(analyze_drift(...))``: the
+    view stores the :class:`DriftResult` and draws it). ``table`` is ranked by drift,
     ``findings`` holds ``feature-drift`` findings; in a notebook it shows the table, an
     overlay of the selected feature and sliders (bins, significance, effect threshold, time
     window, what-if shift/scale) that redraw in the browser.
@@ -86,14 +87,17 @@ class DriftView(View):
 
     @property
     def alpha(self) -> float:
+        """Significance level of the corrected p-values."""
         return self.result.options.alpha
 
     @property
     def effect_threshold(self) -> float:
+        """Smallest effect called drift."""
         return self.result.options.effect_threshold
 
     @property
     def correction(self) -> str:
+        """How p-values were corrected for testing many features."""
         return self.result.options.correction
 
     @property
