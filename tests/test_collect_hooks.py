@@ -12,17 +12,13 @@ import torch
 from torch import nn
 
 import vizdebug as vd
-from vizdebug.collect import hooks as hooks_module
+from vizdebug.analysis.activations import activation_stats as reference_stats
+from vizdebug.collect import outputs as outputs_module
 from vizdebug.collect.anomaly import AnomalyWarning, WatchAnomaly
-from vizdebug.collect.stats import (
-    ACTIVATION_FIELDS,
-    activation_sample,
-    activation_stats,
-    activation_stats_numpy,
-    batch_activation_stats,
-    grad_norms,
-)
+from vizdebug.collect.fused import norms
+from vizdebug.collect.stats import _sample_torch, group_rows, output_key, sample_outputs
 from vizdebug.errors import VizdebugError, VizdebugTypeError
+from vizdebug.records import ACTIVATION_STATS
 
 
 class Log(nn.Module):
@@ -68,10 +64,21 @@ def hook_count(model: nn.Module) -> int:
 
 
 # -- statistics ---------------------------------------------------------------------------
-def test_activation_stats_match_numpy():
+def activation_stats(x: torch.Tensor, cls: str, path: str = "numpy") -> np.ndarray:
+    """One output through a collector fast path: ``numpy`` (CPU float) or ``torch`` (the
+    device path, run on the CPU)."""
+    axis = output_key(x, cls)[3]
+    sample = sample_outputs([x], axis) if path == "numpy" else _sample_torch([x], axis)
+    return group_rows([sample], [cls])[0]
+
+
+@pytest.mark.parametrize("path", ["numpy", "torch", "reference"])
+def test_activation_stats_match_numpy(path):
     x = torch.zeros(3, 2, 2)  # (batch, sequence, features): feature 1 is always 0
     x[:, :, 0] = torch.tensor([[-1.0, 2.0], [6.0, -7.0], [0.0, 3.0]])
-    s = dict(zip(ACTIVATION_FIELDS, activation_stats(x, "Linear").tolist()))
+    got = (reference_stats(x.numpy(), "Linear") if path == "reference"
+           else activation_stats(x, "Linear", path))
+    s = dict(zip(ACTIVATION_STATS, got.tolist()))
     a = x.numpy().ravel()
     assert s["mean"] == pytest.approx(a.mean())
     assert s["std"] == pytest.approx(a.std(ddof=1), rel=1e-5)
@@ -82,15 +89,15 @@ def test_activation_stats_match_numpy():
 
 
 @pytest.mark.parametrize("cls", ["ReLU", "Tanh", "Sigmoid", "Linear"])
-def test_numpy_and_torch_reductions_agree(cls):
+def test_numpy_and_torch_paths_agree_with_the_reference(cls):
     torch.manual_seed(0)
     x = torch.randn(16, 8, 5, 5) * 4
     x[:, 2] = 0.0
     x[3, 1, 0, 0] = float("nan")
-    sample = activation_sample(x, cls)
-    in_torch = batch_activation_stats([sample], [cls])[0].double().numpy()
-    in_numpy = activation_stats_numpy(sample, cls)
-    np.testing.assert_allclose(in_numpy, in_torch, rtol=1e-5, atol=1e-6, equal_nan=True)
+    want = reference_stats(x.numpy(), cls)
+    for path in ("numpy", "torch"):
+        np.testing.assert_allclose(activation_stats(x, cls, path), want, rtol=1e-5, atol=1e-6,
+                                   equal_nan=True)
 
 
 def test_unit_maxima_match_a_direct_reduction():
@@ -99,40 +106,46 @@ def test_unit_maxima_match_a_direct_reduction():
         x = torch.randn(shape)
         x[0, 0].view(-1)[0] = float("nan") if len(shape) == 5 else x[0, 0].view(-1)[0]
         for cls in ("Conv2d", "Linear"):
-            sample = activation_sample(x, cls)
             dim = 2 if x.dim() == 3 and cls == "Linear" else 1
             direct = x.abs().amax(dim=[d for d in range(x.dim()) if d != dim])
-            assert torch.equal(sample.unit_max, direct) or (
-                torch.equal(sample.unit_max[1:], direct[1:]) and sample.unit_max[0].isnan()
-                and direct[0].isnan())
+            for got in (sample_outputs([x], dim).unit_max[0], _sample_torch([x], dim).unit_max[0]):
+                got = torch.as_tensor(got)
+                assert torch.equal(got, direct) or (
+                    torch.equal(got[1:], direct[1:]) and got[0].isnan() and direct[0].isnan())
     x = torch.randn(8, 4, 3, 3).to(memory_format=torch.channels_last)
-    assert torch.equal(activation_sample(x, "Conv2d").unit_max, x.abs().amax(dim=(0, 2, 3)))
+    assert torch.equal(torch.as_tensor(sample_outputs([x], 1).unit_max[0]),
+                       x.abs().amax(dim=(0, 2, 3)))
     x = -torch.rand(6, 3, 2, 2) - 1  # all negative: |min| is the answer
     x[2, 1, 0, 1] = -float("inf")
     x[:, 2] = -0.0
-    got = activation_sample(x, "Conv2d").unit_max
-    assert torch.equal(got, x.abs().amax(dim=(0, 2, 3))) and not got.signbit().any()
-    assert activation_sample(torch.tensor([-3.0, 2.0]), "Linear").unit_max.tolist() == [3.0]
+    for got in (sample_outputs([x], 1).unit_max[0], _sample_torch([x], 1).unit_max[0]):
+        got = torch.as_tensor(got)
+        assert torch.equal(got, x.abs().amax(dim=(0, 2, 3))) and not got.signbit().any()
+    assert activation_stats(torch.tensor([-3.0, 2.0]), "Linear")[
+        ACTIVATION_STATS.index("absmax")] == 3.0
 
 
 def test_activation_stats_dead_channels_and_nonfinite():
     x = torch.ones(4, 3, 2, 2)
     x[:, 1] = 0.0
     x[0, 2, 0, 0] = float("nan")
-    s = dict(zip(ACTIVATION_FIELDS, activation_stats(x, "ReLU").tolist()))
-    assert s["dead"] == pytest.approx(1 / 3)
-    assert s["nonfinite"] == 1
+    for got in (activation_stats(x, "ReLU"), activation_stats(x, "ReLU", "torch"),
+                reference_stats(x.numpy(), "ReLU")):
+        s = dict(zip(ACTIVATION_STATS, got.tolist()))
+        assert s["dead"] == pytest.approx(1 / 3)
+        assert s["nonfinite"] == 1
 
 
 def test_activation_stats_bounded_activations_use_their_own_saturation():
-    s = dict(zip(ACTIVATION_FIELDS, activation_stats(torch.tensor([0.995, 0.5, -0.999, 0.0]),
-                                                     "Tanh").tolist()))
-    assert s["saturated"] == pytest.approx(0.5)
+    x = torch.tensor([0.995, 0.5, -0.999, 0.0])
+    for got in (activation_stats(x, "Tanh"), activation_stats(x, "Tanh", "torch"),
+                reference_stats(x.numpy(), "Tanh")):
+        assert dict(zip(ACTIVATION_STATS, got.tolist()))["saturated"] == pytest.approx(0.5)
 
 
 def test_grad_norms_fused():
-    assert grad_norms([torch.ones(4), torch.full((2,), 3.0)]).tolist() == pytest.approx(
-        [2.0, np.sqrt(18)])
+    got = [n.item() for n in norms([torch.ones(4), torch.full((2,), 3.0)])]
+    assert got == pytest.approx([2.0, np.sqrt(18)])
 
 
 # -- sampling -----------------------------------------------------------------------------
@@ -250,8 +263,7 @@ def test_collector_error_becomes_a_finding_and_training_goes_on(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(hooks_module, "activation_sample", broken)
-    monkeypatch.setattr(hooks_module, "activation_sample_cpu", broken)
+    monkeypatch.setattr(outputs_module, "sample_outputs", broken)
     model = mlp()
     with vd.watch(model, every=1) as session:
         train_steps(model, 4, session)
@@ -403,7 +415,7 @@ def test_with_an_optimizer_no_hook_runs_between_samples():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     session = vd.watch(model, every=4)
     sgd_step(model, opt)  # step 0: sampled, counted by the root hook
-    assert session.hooks._clock is not None  # the optimizer counts from now on
+    assert session.hooks.clock.optimizer is not None  # the optimizer counts from now on
     seen = []
     for _ in range(9):  # steps 1..9
         seen.append(hook_count(model) - base)
@@ -508,3 +520,25 @@ def test_a_crash_on_none_between_samples_is_still_named():
     f = [f for f in session.findings() if f.code == "input-none"][0]
     assert f.where == "2" and "step 1" in f.message and "'1' returned None" in f.message
     session.close()
+
+
+def test_the_torch_internals_the_hooks_rely_on():
+    """Each reach into torch's private API, checked against the pinned torch: the name and
+    locals of the module-call frame (crash naming), the version counter shared by views (an
+    output changed in place), the end-of-backward callback queue and the fused norms."""
+    import inspect
+
+    from vizdebug.collect import crash, fused
+
+    assert nn.Module._call_impl.__name__ == crash._MODULE_CALL
+    assert list(inspect.signature(nn.Module._call_impl).parameters)[:2] == ["self", "args"]
+    x = torch.randn(4, 3)
+    view, version = x[:, 0], x._version
+    view.add_(1.0)
+    assert x._version == view._version > version
+    ran = []
+    y = torch.randn(3, requires_grad=True)
+    y.register_hook(lambda g: fused.at_end_of_backward(lambda: ran.append(y.grad is not None)))
+    y.sum().backward()
+    assert ran == [True]  # queued, and run once the gradients were accumulated
+    assert len(torch._foreach_norm([torch.ones(2), torch.ones(3)], 2, dtype=torch.float32)) == 2

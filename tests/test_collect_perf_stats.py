@@ -1,8 +1,6 @@
-"""The cheaper collector paths (CPU samples, batched reads) against direct computation."""
+"""The collectors' fast paths (grouped samples, batched reads) against the reference."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -10,32 +8,18 @@ import torch
 from torch import nn
 
 import vizdebug as vd
+from vizdebug.analysis.activations import activation_stats
 from vizdebug.collect import hooks as hooks_module
-from vizdebug.collect.stats import (
-    ACTIVATION_FIELDS,
-    SUBSAMPLE,
-    activation_sample,
-    activation_sample_cpu,
-    cpu_activation_rows,
-)
+from vizdebug.collect import stats
+from vizdebug.collect.stats import group_rows, numpy_ready, output_key, sample_outputs
+from vizdebug.records import ACTIVATION_STATS
 
 
 def direct_row(x: torch.Tensor, cls: str) -> np.ndarray:
-    """The ACTIVATION_FIELDS of ``x`` written out plainly (float64, no batching)."""
-    a = x.detach().double().numpy()
-    flat = a.reshape(-1)
-    v = flat[:: max(1, flat.size // SUBSAMPLE)][:SUBSAMPLE]
-    v = v[~np.isnan(v)]
-    dim = 2 if a.ndim == 3 and not cls.startswith("Conv") else 1
-    unit_max = np.abs(a).max(axis=tuple(d for d in range(a.ndim) if d != dim))
-    if cls in ("Sigmoid", "Softmax", "Hardsigmoid"):
-        sat = np.mean((v < 0.01) | (v > 0.99))
-    else:
-        sat = np.mean(np.abs(v) > {"Tanh": 0.99}.get(cls, 5.0))
-    absmax = unit_max.max()
-    with np.errstate(invalid="ignore"):  # inf in the sample: the reference std is NaN too
-        return np.array([v.mean(), v.std(ddof=1), np.mean(v == 0), np.mean(unit_max <= 1e-8),
-                         sat, float(not math.isfinite(absmax)), absmax, a.size])
+    """The reference row of ``x`` (the definition, in :mod:`vizdebug.analysis.activations`)."""
+    x = x.detach()
+    return activation_stats((x.float() if x.dtype in (torch.half, torch.bfloat16) else x).numpy(),
+                            cls)
 
 
 def outputs() -> list[tuple[torch.Tensor, str]]:
@@ -54,48 +38,53 @@ def outputs() -> list[tuple[torch.Tensor, str]]:
         (torch.randn(64, 10, generator=gen), "Linear"), (torch.rand(64, 32, generator=gen), "Sigmoid"),
         (torch.tanh(3 * torch.randn(64, 32, 8, 8, generator=gen)), "Tanh"),
         (seq, "Linear"), (seq, "Conv1d"), (conv.double(), "Conv2d"), (torch.randn(2, 1), "Linear"),
+        (torch.randn(5, generator=gen), "Linear"), (torch.zeros(0, 3), "Linear"),
+        (conv.half(), "Conv2d"), (torch.arange(12).reshape(4, 3), "Linear"),
+        (conv.to(memory_format=torch.channels_last), "Conv2d"), (torch.randn(3, 4).t(), "Linear"),
     ]
 
 
-@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
-def test_cpu_rows_match_direct_computation_one_by_one_and_batched():
+def sample(tensors: list[torch.Tensor], cls: str, path: str) -> stats.GroupSample:
+    axis = output_key(tensors[0], cls)[3]
+    if path == "torch":  # the device path, run on the CPU
+        return stats._sample_torch([t.detach() for t in tensors], axis)
+    return sample_outputs(tensors, axis)
+
+
+@pytest.mark.parametrize("path", ["numpy", "torch"])
+def test_fast_rows_match_the_reference_one_by_one_and_grouped(path):
     cases = outputs()
-    samples = [activation_sample_cpu(x, cls) for x, cls in cases]
-    assert all(s is not None for s in samples)
+    single = [sample([x], cls, path) for x, cls in cases]
+    grouped = [sample([x, x.clone(), x], cls, path) for x, cls in cases]
     classes = [c for _, c in cases]
-    batched = cpu_activation_rows(samples + samples[::-1], classes + classes[::-1])
+    rows = group_rows(single + grouped[::-1], classes + [c for c in classes[::-1] for _ in "abc"])
     for i, (x, cls) in enumerate(cases):
         want = direct_row(x, cls)
-        for got in (cpu_activation_rows([samples[i]], [cls])[0], batched[i],
-                    batched[2 * len(cases) - 1 - i]):
+        j = len(cases) + 3 * (len(cases) - 1 - i)
+        for got in (group_rows([single[i]], [cls])[0], rows[i], rows[j], rows[j + 1], rows[j + 2]):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
-            assert not np.signbit(got[ACTIVATION_FIELDS.index("absmax")])
+            assert not np.signbit(got[ACTIVATION_STATS.index("absmax")])
 
 
-@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
-def test_cpu_rows_match_the_torch_reduction_of_the_same_output():
-    from vizdebug.collect.stats import batch_activation_stats
-
-    for x, cls in outputs():
-        in_torch = batch_activation_stats([activation_sample(x, cls)], [cls])[0].double().numpy()
-        got = cpu_activation_rows([activation_sample_cpu(x, cls)], [cls])[0]
-        np.testing.assert_allclose(got, in_torch, rtol=1e-5, atol=1e-6, equal_nan=True)
-
-
-def test_nonnegative_shortcut_is_exact_for_relu_outputs():
-    x = torch.randn(32, 4, 3, 3).relu()
-    x[:, 1] = 0.0
-    x[5, 2, 0, 0] = float("nan")
-    full = cpu_activation_rows([activation_sample_cpu(x, "ReLU")], ["ReLU"])
-    short = cpu_activation_rows([activation_sample_cpu(x, "ReLU", nonnegative=True)], ["ReLU"])
-    np.testing.assert_array_equal(short, full)
+def test_random_outputs_match_the_reference_on_both_paths():
+    gen = torch.Generator().manual_seed(1)
+    for trial in range(40):
+        ndim = 1 + trial % 4
+        shape = tuple(int(n) for n in torch.randint(1, 7, (ndim,), generator=gen))
+        x = torch.randn(shape, generator=gen) * float(torch.rand(1, generator=gen) * 8)
+        x[x.abs() < 0.3] = 0.0
+        cls = ["Linear", "ReLU", "Tanh", "Sigmoid", "Conv2d"][trial % 5]
+        for path in ("numpy", "torch"):
+            got = group_rows([sample([x, x * 2], cls, path)], [cls, cls])
+            np.testing.assert_allclose(got[0], direct_row(x, cls), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got[1], direct_row(x * 2, cls), rtol=1e-5, atol=1e-6)
 
 
-def test_cpu_sample_declines_what_it_cannot_take():
-    assert activation_sample_cpu(torch.randn(4, 3).half(), "Linear") is None
-    assert activation_sample_cpu(torch.randn(3, 4).t(), "Linear") is None  # not contiguous
-    assert activation_sample_cpu(torch.randn(5), "Linear") is None  # no batch dimension
-    assert activation_sample_cpu(torch.randn(1, 5), "Linear") is None  # batch of one
+def test_numpy_path_takes_only_what_numpy_reads_without_a_copy():
+    assert numpy_ready(torch.randn(4, 3)) and numpy_ready(torch.randn(4, 3).double())
+    assert not numpy_ready(torch.randn(4, 3).half())
+    assert not numpy_ready(torch.randn(3, 4).t())  # not contiguous: sampled in torch
+    assert isinstance(sample([torch.randn(3, 4).t()], "Linear", "numpy").values, torch.Tensor)
 
 
 class Shift(nn.Module):
@@ -137,10 +126,10 @@ def test_hooked_rows_match_direct_computation_over_many_steps():
             if classes[idx] == "Flatten":
                 assert np.isnan(rec.activations[s, idx, 0])
                 continue
-            np.testing.assert_allclose(rec.activations[s, idx, :len(ACTIVATION_FIELDS)],
+            np.testing.assert_allclose(rec.activations[s, idx, :len(ACTIVATION_STATS)],
                                        direct_row(out, classes[idx]), rtol=1e-5, atol=1e-6,
                                        equal_nan=True)
-    assert rec.activations[0, 3, ACTIVATION_FIELDS.index("absmax")] >= 1.0  # shifted below 0
+    assert rec.activations[0, 3, ACTIVATION_STATS.index("absmax")] >= 1.0  # shifted below 0
 
 
 def test_update_ratio_over_many_steps_matches_direct_computation():
@@ -260,7 +249,8 @@ def test_numpy_and_torch_gradient_paths_mix_in_one_step():
 
 
 def test_deferred_batch_summaries_are_exact_in_order_and_see_the_batch_as_yielded():
-    from vizdebug.collect.loader import BATCH_FIELDS, DEFER_BATCHES, LoaderTap
+    from vizdebug.collect.loader import DEFER_BATCHES, LoaderTap
+    from vizdebug.records import BATCH_FIELDS
 
     gen = torch.Generator().manual_seed(0)
     batches = [torch.randn(4, 3, generator=gen) * (i + 1) for i in range(DEFER_BATCHES + 3)]
@@ -281,32 +271,63 @@ def test_deferred_batch_summaries_are_exact_in_order_and_see_the_batch_as_yielde
     np.testing.assert_allclose(tap.stats.stacked(len(BATCH_FIELDS)), np.array(want), rtol=1e-9)
 
 
-def test_large_outputs_are_reduced_to_units_in_the_hook_and_stay_exact(monkeypatch):
-    from vizdebug.collect import stats
-
-    monkeypatch.setattr(stats, "KEEP_MAXIMA", 8)
-    for x, cls in outputs():
-        sample = activation_sample_cpu(x, cls)
-        assert sample.reduced == (x[0].numel() > 8)
-        np.testing.assert_allclose(cpu_activation_rows([sample], [cls])[0], direct_row(x, cls),
-                                   rtol=1e-5, atol=1e-6, equal_nan=True)
-    relu = torch.randn(16, 8, 5, 5).relu()
-    for hi in (None, relu.amax(0).numpy()):
-        sample = activation_sample_cpu(relu, "ReLU", nonnegative=True, hi=hi)
-        np.testing.assert_allclose(cpu_activation_rows([sample], ["ReLU"])[0],
-                                   direct_row(relu, "ReLU"), rtol=1e-6)
+def test_large_outputs_match_the_reference():
+    x = torch.randn(16, 64, 12, 12)
+    x[:, 5] = 0.0
+    for path in ("numpy", "torch"):
+        for cls in ("Conv2d", "ReLU"):
+            got = group_rows([sample([x, x.relu()], cls, path)], [cls, cls])
+            np.testing.assert_allclose(got[0], direct_row(x, cls), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got[1], direct_row(x.relu(), cls), rtol=1e-5, atol=1e-6)
 
 
-def test_a_relu_after_a_large_output_takes_its_own_max(monkeypatch):
-    from vizdebug.collect import stats
-
-    monkeypatch.setattr(stats, "KEEP_MAXIMA", 8)
+def test_a_relu_after_a_linear_takes_its_own_statistics():
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU())
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
     session = vd.watch(model, every=1)
-    x = torch.randn(16, 4)
-    out = model(x)
+    for _ in range(3):
+        x = torch.randn(16, 4)
+        out = model(x)
     rec = session.records()
     session.close()
-    np.testing.assert_allclose(rec.activations[0, 1, :len(ACTIVATION_FIELDS)],
+    np.testing.assert_allclose(rec.activations[2, 3, :len(ACTIVATION_STATS)],
                                direct_row(out, "ReLU"), rtol=1e-6)
+
+
+class SometimesInPlace(nn.Module):
+    """Adds one to its input in place once ``on`` is set: the output of the module before
+    it changes after that module's hook ran."""
+
+    on = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.add_(1.0) if self.on else x + 1.0
+
+
+def test_an_output_changed_in_place_later_is_never_read_changed():
+    """Outputs are reduced when forward ends: one changed in place after its hook ran
+    (its version moved) is dropped for that step, and its module is sampled inside its
+    hook from then on; every row that is there is exact."""
+    torch.manual_seed(0)
+    late = SometimesInPlace()
+    model = nn.Sequential(nn.Linear(4, 8), late, nn.ReLU(), nn.Linear(8, 8), nn.ReLU(inplace=True))
+    seen: dict[int, list] = {}
+    step = [0]
+    for idx, module in enumerate(model):
+        module.register_forward_hook(
+            lambda m, i, o, idx=idx: seen.setdefault(step[0], []).append((idx, o.detach().clone())))
+    session = vd.watch(model, every=1)
+    for step[0] in range(6):
+        late.on = step[0] >= 3
+        model(torch.randn(16, 4)).sum().backward()
+    rec = session.records()
+    session.close()
+    classes = [type(m).__name__ for m in model]
+    for s in range(6):
+        for idx, out in seen[s]:
+            row = rec.activations[s, idx, :len(ACTIVATION_STATS)]
+            if s == 3 and idx == 0:  # changed in place after its hook, before it was learnt
+                assert np.isnan(row).all()
+                continue
+            np.testing.assert_allclose(row, direct_row(out, classes[idx]), rtol=1e-5, atol=1e-6)
+    assert session.hooks.outputs.eager == {0, 3}

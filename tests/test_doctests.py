@@ -12,6 +12,8 @@ MODULES = [
     "vizdebug.analysis.images", "vizdebug.report", "vizdebug.data.batch",
     "vizdebug.data.layout", "vizdebug.data.arrays",
     "vizdebug.collect.anomaly", "vizdebug.collect.fused", "vizdebug.collect.hooks",
+    "vizdebug.collect.clock", "vizdebug.collect.crash", "vizdebug.collect.gradients",
+    "vizdebug.collect.outputs", "vizdebug.collect.pending", "vizdebug.analysis.activations",
     "vizdebug.collect.loader", "vizdebug.collect.samples", "vizdebug.collect.sampling",
     "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
     "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",

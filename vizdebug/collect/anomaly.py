@@ -98,6 +98,7 @@ class AnomalyPolicy:
         self.mode = check_on_anomaly(mode)
         self.debugger = debugger
         self.events: list[AnomalyEvent] = []
+        self.kinds: set[str] = set()  # every kind seen (events beyond max_events too)
         self.warned = False
 
     @property
@@ -107,6 +108,7 @@ class AnomalyPolicy:
 
     def record(self, event: AnomalyEvent) -> None:
         """Keep the event (bounded) and warn once in ``warn`` mode; never raises."""
+        self.kinds.add(event.kind)
         if len(self.events) < self.max_events:
             self.events.append(event)
         if self.mode == "warn" and not self.warned:

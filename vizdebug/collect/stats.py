@@ -1,334 +1,180 @@
-"""Per-tensor statistics computed on the tensor's own device, without reading them back.
+"""Activation statistics for many outputs at once: the collectors' fast paths.
 
-A forward hook keeps an :class:`ActivationSample` (a strided copy of at most ``SUBSAMPLE``
-values and the per-unit maxima of ``|a|``); when the step ends, the samples of every module
-are reduced together by :func:`batch_activation_stats` and read later in one transfer (see
-:mod:`vizdebug.collect.hooks`). Mean, std and the shares (zeros, saturation) are estimated
-on the subsample, which keeps the cost flat for large activations; the NaN/inf test and
-the per-unit dead test see every element (through the maxima): one NaN or one dead
-channel matters."""
+The definition is :func:`vizdebug.analysis.activations.activation_stats` (one output,
+plain numpy, with the thresholds); these paths compute the same rows and are tested
+against it on random inputs.
+
+A sampled step reduces its outputs in two stages. :func:`sample_outputs` runs once per
+group of outputs of the same shape, dtype, device and unit axis: they are stacked and
+reduced together (the max and min over the batch, a strided subsample), so the number of
+tensor calls grows with the number of distinct shapes, not with the number of modules; a
+deep stack of equal blocks is a few groups. What it keeps (:class:`GroupSample`) is small
+(at most ``SUBSAMPLE`` values and one maximum per unit, per output). :func:`group_rows`
+turns samples into rows in numpy, many steps' samples in one call, when they are read.
+
+Float32/float64 CPU outputs are sampled in numpy: for a small output, numpy's per-call
+cost is a fraction of torch's dispatch. Everything else (devices, half precision, integer
+outputs) is sampled in torch on its own device, without a sync; the result is read later.
+"""
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..analysis.activations import (
+    DEAD_EPS,
+    SUBSAMPLE,
+    UNIT_HIGH,
+    UNIT_LOW,
+    UNIT_RANGE,
+    saturation_limit,
+    subsample_step,
+    unit_axis,
+)
+
 if TYPE_CHECKING:
     import torch
 
-ACTIVATION_FIELDS = ("mean", "std", "zero", "dead", "saturated", "nonfinite", "absmax", "numel")
-SUBSAMPLE = 1024
-DEAD_EPS = 1e-8
-_BOUNDED = {"Tanh": 0.99, "Hardtanh": 0.99, "Softsign": 0.99}
-_UNIT = frozenset({"Sigmoid", "Hardsigmoid", "Softmax"})
 
+class GroupSample(NamedTuple):
+    """What is kept of a group of equal-shape outputs until it is read: per output, a
+    strided subsample (``values``, ``(M, S)``) and the per-unit maxima of ``|a|`` over the
+    batch (``unit_max``, ``(M, U)``); numpy arrays, or tensors on the outputs' device."""
 
-def _unit_dim(x: torch.Tensor, module_class: str) -> int | None:
-    """The dimension that indexes units: channels (dim 1) or features (last dim of 3-d)."""
-    if x.dim() < 2 or x.shape[0] < 2:
-        return None
-    if x.dim() == 3 and not module_class.startswith("Conv"):
-        return 2
-    return 1
-
-
-def activation_stats(output: torch.Tensor, module_class: str) -> torch.Tensor:
-    """The :data:`ACTIVATION_FIELDS` of one activation, as a float32 tensor on its device.
-
-    Examples
-    --------
-    >>> import torch
-    >>> s = activation_stats(torch.zeros(4, 3), "ReLU")
-    >>> dict(zip(ACTIVATION_FIELDS, s.tolist()))["dead"]
-    1.0
-    """
-    return batch_activation_stats([activation_sample(output, module_class)], [module_class])[0]
-
-
-class ActivationSample(NamedTuple):
-    """What a forward hook keeps of one output: copies of a few thousand values and of the
-    per-unit maxima of ``|a|``, taken at once (an in-place op may change the output later)."""
-
-    values: torch.Tensor
-    unit_max: torch.Tensor
+    values: Any
+    unit_max: Any
     numel: int
     has_units: bool
 
 
-def _per_unit(u: torch.Tensor, dim: int) -> torch.Tensor:
-    """Maxima over the batch (``u``, the batch dimension gone) reduced to one per unit,
-    ``dim`` being the unit dimension of the output."""
-    if u.dim() > 1 and dim == 1:
-        return u.reshape(u.shape[0], -1).amax(1)
-    if u.dim() > 1:
-        return u.amax(dim=[d for d in range(u.dim()) if d != dim - 1])
-    return u
-
-
-def activation_sample(output: torch.Tensor, module_class: str) -> ActivationSample:
-    """Three read-only kernels on the whole output: the max and min over the batch
-    dimension, and a strided copy; the rest runs on tensors 1/batch the size.
-
-    ``max |a| = max(|max a|, |min a|)`` exactly (NaN and inf propagate), without writing
-    an ``abs`` copy of the whole output: that allocation, among the training step's own,
-    cost more than the reductions (in-situ, 6 modules of the digits CNN: ~1000 us per
-    step with ``abs``, ~670 us without). The batch dimension goes first: an elementwise
-    max over contiguous slabs is several times faster than one multi-dimension ``amax``.
-    (numpy was tried on the CPU: its max over non-trailing axes is 5x slower.)
-    """
-    x = output.detach()
-    if not x.is_floating_point():
-        x = x.float()
-    n = x.numel()
-    dim = _unit_dim(x, module_class)
-    if dim is None:
-        unit_max = x.abs().amax().reshape(1) if n else x.new_zeros(1)
-    else:  # dim >= 1, batch of at least 2
-        unit_max = _per_unit(x.amax(0).abs_().maximum(x.amin(0).abs_()), dim)
-    values = x.reshape(-1)[:: max(1, n // SUBSAMPLE)][:SUBSAMPLE].clone()
-    return ActivationSample(values.float(), unit_max.float().reshape(-1), n, dim is not None)
-
-
-def batch_activation_stats(samples: list[ActivationSample],
-                           classes: list[str]) -> torch.Tensor:
-    """:data:`ACTIVATION_FIELDS` for many samples at once: an ``(M, 8)`` float32 tensor.
-
-    About twenty kernels whatever the number of modules, instead of a dozen per module.
-    ``nonfinite`` is 1 when the output held a NaN or an inf (the max propagates both).
-
-    Examples
-    --------
-    >>> import torch
-    >>> s = batch_activation_stats([activation_sample(torch.zeros(4, 3), "ReLU")], ["ReLU"])
-    >>> dict(zip(ACTIVATION_FIELDS, s[0].tolist()))["dead"]
-    1.0
-    """
-    import torch
-    from torch.nn.utils.rnn import pad_sequence
-
-    device = samples[0].values.device
-    vals = pad_sequence([s.values for s in samples], batch_first=True, padding_value=math.nan)
-    valid = ~torch.isnan(vals)
-    count = valid.sum(1).clamp(min=1)
-    mean = torch.nanmean(vals, 1)
-    dev = torch.where(valid, vals - mean[:, None], 0.0)
-    std = torch.sqrt((dev * dev).sum(1) / (count - 1).clamp(min=1))
-    mag = vals.abs()
-    zero = (mag == 0).sum(1) / count
-    limits = torch.tensor([_BOUNDED.get(c, 5.0) for c in classes], device=device)
-    unit = torch.tensor([c in _UNIT for c in classes], device=device)
-    saturated = torch.where(unit[:, None], (vals < 0.01) | (vals > 0.99), mag > limits[:, None])
-    saturated = (saturated & valid).sum(1) / count
-    units = pad_sequence([s.unit_max for s in samples], batch_first=True, padding_value=0.0)
-    lengths = torch.tensor([s.unit_max.numel() for s in samples], device=device)
-    inside = torch.arange(units.shape[1], device=device)[None, :] < lengths[:, None]
-    has_units = torch.tensor([s.has_units for s in samples], device=device)
-    dead = torch.where(has_units, ((units <= DEAD_EPS) & inside).sum(1) / lengths, 0.0)
-    absmax = units.amax(1)
-    numel = torch.tensor([float(s.numel) for s in samples], device=device)
-    return torch.stack([mean, std, zero, dead, saturated, (~torch.isfinite(absmax)).float(),
-                        absmax, numel], 1).float()
-
-
-def activation_stats_numpy(sample: ActivationSample, module_class: str) -> np.ndarray:
-    """:func:`batch_activation_stats` for one CPU sample, in numpy.
-
-    On the CPU, numpy's per-call overhead is a few times lower than torch's, and the CPU
-    *is* the device: nothing is transferred or synchronised.
-
-    Examples
-    --------
-    >>> import torch
-    >>> s = activation_stats_numpy(activation_sample(torch.zeros(4, 3), "ReLU"), "ReLU")
-    >>> float(s[ACTIVATION_FIELDS.index("dead")])
-    1.0
-    """
-    u = sample.unit_max.numpy()
-    return _row(_value_stats(sample.values.numpy(), module_class), u, sample.has_units,
-                sample.numel)
-
-
-def _value_stats(v: np.ndarray, module_class: str) -> tuple[float, float, float, float]:
-    """Mean, std, share of zeros and of saturated values of one subsample."""
-    total = float(v.sum(dtype=np.float64))
-    if not math.isfinite(total):  # rare: drop NaNs (as torch.nanmean does)
-        v = v[~np.isnan(v)]
-        total = float(v.sum(dtype=np.float64))
-    count = max(v.size, 1)
-    mean = total / v.size if v.size else math.nan
-    centred = v - mean
-    std = math.sqrt(float(np.dot(centred, centred)) / (v.size - 1)) if v.size > 1 else 0.0
-    mag = np.abs(v)
-    if module_class in _UNIT:
-        saturated = np.count_nonzero((v < 0.01) | (v > 0.99)) / count
-    else:
-        saturated = np.count_nonzero(mag > _BOUNDED.get(module_class, 5.0)) / count
-    zero = (count - np.count_nonzero(mag)) / count if v.size else 0.0
-    return mean, std, zero, saturated
-
-
-def _row(values: tuple[float, float, float, float], u: np.ndarray, has_units: bool,
-         numel: int) -> np.ndarray:
-    """One :data:`ACTIVATION_FIELDS` row from the value statistics and the unit maxima."""
-    mean, std, zero, saturated = values
-    dead = np.count_nonzero(u <= DEAD_EPS) / max(u.size, 1) if has_units else 0.0
-    absmax = float(u.max()) if u.size else math.nan
-    return np.array([mean, std, zero, dead, saturated, float(not math.isfinite(absmax)),
-                     absmax, float(numel)])
-
-
-class CpuActivationSample(NamedTuple):
-    """:class:`ActivationSample` on the CPU, cheaper to take: the subsample is a numpy copy,
-    and the per-unit maxima are left as the max and the min over the batch dimension (two
-    numpy reductions in the hook, the small rest when read)."""
-
-    values: np.ndarray
-    hi: np.ndarray
-    lo: np.ndarray | None  # None: the output cannot be negative (then max |a| = max a)
-    numel: int
-    unit_dim: int  # the dimension of ``hi``/``lo`` that indexes units
-    reduced: bool = False  # ``hi`` holds the unit maxima of |a| already (a large output)
-
-
 _NUMPY_DTYPES: tuple = ()
-# A CPU sample keeps the max and min over the batch until it is read (up to a few steps
-# later) when they hold at most this many values; larger ones are reduced to units at once.
-KEEP_MAXIMA = 1 << 14
 
 
-def activation_sample_cpu(output: torch.Tensor, module_class: str, nonnegative: bool = False,
-                          hi: np.ndarray | None = None) -> CpuActivationSample | None:
-    """:func:`activation_sample` for a contiguous float32/float64 CPU tensor with a batch
-    dimension (else ``None``: use :func:`activation_sample`). The same values are kept:
-    the strided subsample, and what the unit maxima are computed from. ``nonnegative``:
-    the caller knows the output holds no negative value (a ``ReLU``'s), so the min over
-    the batch is not needed (NaN still propagates through the max). ``hi``: the max over
-    the batch when the caller knows it (a ReLU of a sampled, unchanged input: ReLU is
-    monotone, so ``max_b relu(x_b) = relu(max_b x_b)``, NaN included).
-
-    Examples
-    --------
-    >>> import torch
-    >>> s = activation_sample_cpu(torch.zeros(4, 3), "ReLU")
-    >>> float(cpu_activation_rows([s], ["ReLU"])[0, ACTIVATION_FIELDS.index("dead")])
-    1.0
-    """
+def numpy_ready(tensor: torch.Tensor) -> bool:
+    """A contiguous float32/float64 CPU tensor: readable as a numpy array without a copy."""
     global _NUMPY_DTYPES
     if not _NUMPY_DTYPES:
         import torch
 
         _NUMPY_DTYPES = (torch.float32, torch.float64)
-    x = output.detach()
-    if x.dtype not in _NUMPY_DTYPES or not x.is_cpu or not x.is_contiguous():
-        return None
-    dim = _unit_dim(x, module_class)
-    if dim is None:
-        return None
-    n = x.numel()
-    step = max(1, n // SUBSAMPLE)
-    a = x.numpy()
-    values = a.reshape(-1)[: step * SUBSAMPLE: step].copy()
-    # numpy's reductions over the batch axis: a few us cheaper per call than torch's
-    hi = np.maximum.reduce(a, axis=0) if hi is None else hi
-    lo = None if nonnegative else np.minimum.reduce(a, axis=0)
-    if hi.size > KEEP_MAXIMA:  # a large output: its unit maxima now (memory stays small)
-        sample = CpuActivationSample(values, hi, lo, n, dim - 1)
-        return CpuActivationSample(values, _unit_maxima(sample), None, n, 0, True)
-    return CpuActivationSample(values, hi, lo, n, dim - 1)
+    return tensor.dtype in _NUMPY_DTYPES and tensor.is_cpu and tensor.is_contiguous()
 
 
-def _unit_maxima(sample: CpuActivationSample) -> np.ndarray:
-    """Per-unit ``max |a|`` = ``max(max a, -min a)`` over the batch (NaN propagates)."""
-    hi = sample.hi
-    u = np.abs(hi) if sample.lo is None else np.maximum(hi, np.negative(sample.lo))
-    if u.ndim > 1:
-        if sample.unit_dim == 0:
-            return u.reshape(u.shape[0], -1).max(1)
-        return u.max(axis=tuple(d for d in range(u.ndim) if d != sample.unit_dim))
-    return u
+def sample_outputs(outputs: list[torch.Tensor], axis: int | None) -> GroupSample:
+    """One :class:`GroupSample` for outputs of the same shape, dtype and device, whose
+    units lie along ``axis`` (see :func:`~vizdebug.analysis.activations.unit_axis`).
 
-
-class _Layout(NamedTuple):
-    """Index arrays for reducing the samples of one step together (cached per layout)."""
-
-    starts: np.ndarray  # where each module's subsample starts in the concatenation
-    lens: np.ndarray
-    dof: np.ndarray  # max(len - 1, 1)
-    limits: np.ndarray  # each value's saturation limit
-    unit_rows: list[int]  # rows of Sigmoid-like modules (saturation near 0 and 1)
-    unit_starts: np.ndarray  # where each unit starts in the concatenated maxima
-    module_starts: np.ndarray  # where each module's units start among all units
-    units: np.ndarray  # units per module
-
-
-@functools.lru_cache(maxsize=64)
-def _layout(key: tuple) -> _Layout:
-    lens = np.array([size for size, _, _, _ in key], dtype=np.intp)
-    starts = np.cumsum(lens) - lens
-    limits = np.repeat(np.array([_BOUNDED.get(cls, 5.0) for _, _, cls, _ in key],
-                                dtype=key[0][3]), lens)
-    unit_rows = [j for j, (_, _, cls, _) in enumerate(key) if cls in _UNIT]
-    units = np.array([shape[0] for _, shape, _, _ in key], dtype=np.intp)
-    per_unit = [math.prod(shape) // shape[0] for _, shape, _, _ in key]
-    offsets = np.cumsum(units * per_unit) - units * per_unit
-    unit_starts = np.concatenate([off + np.arange(n) * k
-                                  for off, n, k in zip(offsets, units, per_unit)])
-    return _Layout(starts, lens, np.maximum(lens - 1, 1), limits, unit_rows, unit_starts,
-                   np.cumsum(units) - units, units)
-
-
-def cpu_activation_rows(samples: list[Any], classes: list[str]) -> np.ndarray:
-    """:data:`ACTIVATION_FIELDS` rows (``(M, 8)``) for CPU samples of either kind.
-
-    The samples of all modules are concatenated and reduced segment by segment
-    (``np.add.reduceat``, ``np.maximum.reduceat``): about twenty numpy calls for the
-    whole step instead of a dozen per module. Mean and std are computed in float64. A
-    subsample that sums to NaN/inf goes through :func:`activation_stats_numpy`'s path.
+    Examples
+    --------
+    >>> import torch
+    >>> s = sample_outputs([torch.zeros(4, 3), torch.ones(4, 3)], 1)
+    >>> group_rows([s], ["ReLU", "ReLU"])[:, 3].tolist()  # dead
+    [1.0, 0.0]
     """
-    out = np.empty((len(samples), len(ACTIVATION_FIELDS)))
-    flat = []
-    for i, (s, cls) in enumerate(zip(samples, classes)):
-        if isinstance(s, CpuActivationSample) and s.unit_dim == 0:
-            flat.append(i)
-        elif isinstance(s, CpuActivationSample):
-            out[i] = _row(_value_stats(s.values, cls), _unit_maxima(s), True, s.numel)
-        else:
-            out[i] = activation_stats_numpy(s, cls)
-    if flat:
-        with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf outputs: no warnings
-            out[flat] = _flat_rows([samples[i] for i in flat], [classes[i] for i in flat])
+    if all(numpy_ready(t) for t in outputs):
+        return _sample_numpy([t.detach().numpy() for t in outputs], axis)
+    return _sample_torch([t.detach() for t in outputs], axis)
+
+
+def _sample_numpy(arrays: list[np.ndarray], axis: int | None) -> GroupSample:
+    stacked = np.stack(arrays) if len(arrays) > 1 else arrays[0][None]
+    m, n = len(arrays), arrays[0].size
+    step = subsample_step(n)
+    flat = stacked.reshape(m, -1)
+    values = flat[:, : step * SUBSAMPLE: step].copy()  # a copy: outlives the outputs
+    if axis is None:
+        unit_max = np.abs(flat).max(1, keepdims=True) if n else np.zeros((m, 1), flat.dtype)
+        return GroupSample(values, unit_max, n, False)
+    # max |a| = max(|max a|, |min a|) over the batch: two reductions, no |a| copy
+    per_unit = np.maximum(np.abs(stacked.max(1)), np.abs(stacked.min(1)))
+    return GroupSample(values, _to_units(per_unit, axis), n, True)
+
+
+def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
+    import torch
+
+    stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
+    if not stacked.is_floating_point():
+        stacked = stacked.float()
+    m, n = len(tensors), tensors[0].numel()
+    step = subsample_step(n)
+    flat = stacked.reshape(m, -1)
+    values = flat[:, : step * SUBSAMPLE: step].float().clone()
+    if axis is None:
+        unit_max = flat.abs().amax(1, keepdim=True) if n else flat.new_zeros((m, 1))
+        return GroupSample(values, unit_max.float(), n, False)
+    per_unit = torch.maximum(stacked.amax(1).abs_(), stacked.amin(1).abs_())
+    return GroupSample(values, _to_units(per_unit, axis).float(), n, True)
+
+
+def _to_units(per_unit: Any, axis: int) -> Any:
+    """``(M, ...)`` maxima over the batch reduced to ``(M, units)``: ``axis`` is the unit
+    axis of the output (whose batch axis became the group axis)."""
+    if per_unit.ndim == 2:
+        return per_unit
+    if axis == 1:  # channels first: one contiguous slab per unit
+        per_unit, others = per_unit.reshape(per_unit.shape[0], per_unit.shape[1], -1), (2,)
+    else:
+        others = tuple(d for d in range(1, per_unit.ndim) if d != axis)
+    if isinstance(per_unit, np.ndarray):
+        return per_unit.max(axis=others)
+    return per_unit.amax(dim=others)
+
+
+def sample_rows(sample: GroupSample) -> GroupSample:
+    """The sample as numpy arrays (a device sample is copied to the host: a sync)."""
+    if isinstance(sample.values, np.ndarray):
+        return sample
+    return GroupSample(sample.values.cpu().numpy(), sample.unit_max.cpu().numpy(),
+                       sample.numel, sample.has_units)
+
+
+def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
+    """:data:`~vizdebug.records.ACTIVATION_STATS` rows, ``(outputs, 8)``, for samples
+    whose outputs (all of them, in order) belong to modules of these classes.
+
+    Samples whose arrays have the same widths are reduced together: one set of numpy
+    calls for every step of a read with ``every=1``, not one per step or per module.
+    """
+    samples = [sample_rows(s) for s in samples]
+    out = np.empty((len(classes), 8))
+    starts = np.cumsum([0] + [len(s.values) for s in samples])
+    by_width: dict[tuple[int, int], list[int]] = {}
+    for j, s in enumerate(samples):
+        by_width.setdefault((s.values.shape[1], s.unit_max.shape[1]), []).append(j)
+    for members in by_width.values():
+        rows = np.concatenate([np.arange(starts[j], starts[j + 1]) for j in members])
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            out[rows] = _rows([samples[j] for j in members], [classes[i] for i in rows])
     return out
 
 
-def _flat_rows(fs: list[CpuActivationSample], classes: list[str]) -> np.ndarray:
-    values = np.concatenate([s.values for s in fs])
-    lay = _layout(tuple((s.values.size, tuple(s.hi.shape), cls, values.dtype.str)
-                        for s, cls in zip(fs, classes)))
-    sums = np.add.reduceat(values, lay.starts, dtype=np.float64)
-    mean = sums / lay.lens
-    # sum of squares in float64 minus n mean^2: two passes over the values fewer than
-    # centring them; for float32 values the cancellation costs ~1e-16 * (mean/std)^2
-    squares = np.add.reduceat(np.square(values, dtype=np.float64), lay.starts)
-    std = np.sqrt(np.maximum(squares - sums * mean, 0.0) / lay.dof)
-    mag = np.abs(values)
-    zero = np.add.reduceat(mag == 0, lay.starts, dtype=np.intp) / lay.lens
-    saturated = np.add.reduceat(mag > lay.limits, lay.starts, dtype=np.intp) / lay.lens
-    for j in lay.unit_rows:
-        v = fs[j].values
-        saturated[j] = np.count_nonzero((v < 0.01) | (v > 0.99)) / v.size
-    hi = np.concatenate([s.hi.reshape(-1) for s in fs])
-    lo = np.concatenate([(s.hi if s.lo is None else s.lo).reshape(-1) for s in fs])
-    units = np.maximum.reduceat(np.maximum(hi, np.negative(lo)), lay.unit_starts)
-    dead = np.add.reduceat(units <= DEAD_EPS, lay.module_starts, dtype=np.intp) / lay.units
-    absmax = np.maximum.reduceat(units, lay.module_starts) + 0.0  # never -0.0
-    numel = np.array([float(s.numel) for s in fs])
-    rows = np.stack([mean, std, zero, dead, saturated, ~np.isfinite(absmax), absmax, numel], 1)
-    for j in np.flatnonzero(~np.isfinite(sums)):  # rare: NaN/inf in the subsample
-        rows[j, [0, 1, 2, 4]] = _value_stats(fs[j].values, classes[j])
-    return rows
+def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
+    """Rows of samples of equal widths (one vectorised pass)."""
+    cat = np.concatenate
+    v = cat([s.values for s in samples]).astype(np.float64)
+    units = cat([s.unit_max for s in samples])
+    numel = cat([np.full(len(s.values), float(s.numel)) for s in samples])
+    has_units = cat([np.full(len(s.values), s.has_units) for s in samples])
+    valid = ~np.isnan(v)
+    count = valid.sum(1)
+    v0 = np.where(valid, v, 0.0)
+    mean = np.where(count > 0, v0.sum(1) / np.maximum(count, 1), np.nan)
+    dev = np.where(valid, v - mean[:, None], 0.0)
+    std = np.where(count > 1, np.sqrt((dev * dev).sum(1) / np.maximum(count - 1, 1)), 0.0)
+
+    def share(mask: np.ndarray) -> np.ndarray:
+        return (mask & valid).sum(1) / np.maximum(count, 1)
+
+    limit = np.array([saturation_limit(c) for c in classes])[:, None]
+    in_unit_range = np.array([c in UNIT_RANGE for c in classes])[:, None]
+    sat = np.where(in_unit_range, (v < UNIT_LOW) | (v > UNIT_HIGH), np.abs(v) > limit)
+    dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
+    absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
+    return np.stack([mean, std, share(v == 0), dead, share(sat), ~np.isfinite(absmax),
+                     absmax, numel], 1)
 
 
 def describe_tensor(t: Any) -> str:
@@ -366,29 +212,6 @@ def describe_tensor(t: Any) -> str:
     )
 
 
-def grad_norms(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """L2 norms of several tensors in one fused call (``torch._foreach_norm`` when present).
-
-    Examples
-    --------
-    >>> import torch
-    >>> grad_norms([torch.ones(4), torch.zeros(2)]).tolist()
-    [2.0, 0.0]
-    """
-    import torch
-
-    if not tensors:
-        return torch.zeros(0)
-    detached = [t.detach() for t in tensors]
-    foreach_norm = getattr(torch, "_foreach_norm", None)
-    if foreach_norm is not None:
-        try:
-            return torch.stack([n.float() for n in foreach_norm(detached)])
-        except RuntimeError:  # mixed devices or dtypes: fall back to one norm each
-            pass
-    return torch.stack([torch.linalg.vector_norm(t).float() for t in detached])
-
-
 def first_tensor(value: Any) -> torch.Tensor | None:
     """The first tensor in an output (a tensor, or the first one in a tuple/list/dict)."""
     import torch
@@ -402,3 +225,9 @@ def first_tensor(value: Any) -> torch.Tensor | None:
             if isinstance(item, torch.Tensor):
                 return item
     return None
+
+
+def output_key(tensor: torch.Tensor, module_class: str) -> tuple:
+    """Outputs with equal keys are sampled together (:func:`sample_outputs`)."""
+    shape = tuple(tensor.shape)
+    return shape, tensor.dtype, tensor.device, unit_axis(shape, module_class)

@@ -1,0 +1,211 @@
+"""Gradient norms, weight norms and update ratios of sampled steps.
+
+At the end of a sampled step's backward pass (a callback the hooks queue when the first
+gradient arrives) every parameter that received a gradient is read: its gradient norm, its weight
+norm and a copy of its weights, so that when the step is sealed (after the optimizer
+moved the weights) the update ``||w_after - w_before||`` is one subtraction away.
+Dense float32/float64 CPU parameters go through numpy: one concatenation (which is also the
+weights' copy) and one segment sum for all of them. Others (devices, half precision,
+sparse) go through fused torch calls (:mod:`vizdebug.collect.fused`) and stay on their
+device until the step is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..records import GRAD_FIELDS
+from .fused import copies, differences, norms
+
+if TYPE_CHECKING:
+    import torch
+
+#: A sealed step's gradients: (parameter indices, norm tensors to read, or numpy norms).
+SealedGrads = tuple[np.ndarray, Any, Any]
+
+
+class StepGrads:
+    """What one sampled step's backward passes collected (not read yet)."""
+
+    def __init__(self) -> None:
+        self.ready: list[tuple[int, torch.Tensor]] = []  # (index, parameter) with a grad
+        self.queued = False
+        self.idx: list[int] = []
+        self.grad_norm: list[Any] = []  # floats (numpy path) or 0-d tensors
+        self.weight_norm: list[Any] = []
+        self.before: list[Any] = []  # weight copies (tensors); None: in ``flat``
+        # numpy path: (flat copy of the weights, their shapes), one per backward pass
+        self.flat: list[tuple[np.ndarray, list[tuple[int, ...]]]] = []
+
+
+class GradientCollector:
+    """Owns the parameters (weakly), the cache of their numpy views, and the gradients of
+    the sampled step in progress.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = torch.nn.Linear(3, 2)
+    >>> grads = GradientCollector(list(model.parameters()))
+    >>> grads.begin()
+    >>> model(torch.ones(4, 3)).sum().backward()
+    >>> for i, p in enumerate(model.parameters()):
+    ...     _ = grads.grad_ready(i, p)
+    >>> grads.end_of_backward(grads.current)
+    >>> idx, _, norms_ = grads.seal(); idx.tolist(), norms_.shape
+    ([0, 1], (3, 2))
+    """
+
+    def __init__(self, params: list[torch.Tensor]) -> None:
+        self.params = [weakref.ref(p) for p in params]
+        self.current: StepGrads | None = None
+        self._views: dict[int, tuple[int, np.ndarray]] = {}  # see _views_of
+
+    def begin(self) -> None:
+        """A sampled step starts."""
+        self.current = StepGrads()
+
+    def clear(self) -> None:
+        self.current = None
+        self._views.clear()
+
+    def grad_ready(self, idx: int, param: torch.Tensor) -> StepGrads | None:
+        """A parameter's gradient was accumulated: kept until the end of backward. Returns
+        the step's gradients when this is the first of its backward pass (the caller
+        queues :meth:`end_of_backward` for them: :func:`~.fused.at_end_of_backward`)."""
+        current = self.current
+        if current is None or param.grad is None:
+            return None
+        current.ready.append((idx, param))
+        if current.queued:
+            return None
+        current.queued = True
+        return current
+
+    def end_of_backward(self, pending: StepGrads) -> None:
+        """Gradient norms, weight norms and a copy of the weights of what is ready."""
+        ready, pending.ready, pending.queued = pending.ready, [], False
+        ready = [(i, p, p.grad) for i, p in ready if p.grad is not None]
+        if not ready:
+            return
+        idx = [i for i, _, _ in ready]
+        pending.idx += idx
+        grads = [g for _, _, g in ready]
+        views = self._views_of(idx) if all(_numpy_ready(g) for g in grads) else None
+        if views is not None:
+            _numpy_norms(pending, grads, views, [tuple(p.shape) for _, p, _ in ready])
+            return
+        import torch
+
+        with torch.no_grad():
+            params = [p.detach() for _, p, _ in ready]
+            both = norms([g.detach() for g in grads] + params)  # one fused call for both
+            pending.grad_norm += both[:len(ready)]
+            pending.weight_norm += both[len(ready):]
+            pending.before += copies(params)
+
+    def seal(self) -> SealedGrads | None:
+        """The step in progress, after its optimizer step: its norms and updates, as numpy
+        (all weights in numpy) or as tensors to read later. ``None``: no gradient."""
+        pending, self.current = self.current, None
+        if pending is None:
+            return None
+        if pending.ready:  # backward ended without running the callback
+            self.end_of_backward(pending)
+        if not pending.idx:
+            return None
+        idx = np.asarray(pending.idx)
+        views = self._views_of(pending.idx) if all(b is None for b in pending.before) else None
+        if views is not None:  # the update from one float64 subtraction
+            copy = [f for f, _ in pending.flat]
+            d = np.subtract(np.concatenate(views),
+                            copy[0] if len(copy) == 1 else np.concatenate(copy), dtype=np.float64)
+            update = np.sqrt(np.add.reduceat(d * d, _starts(tuple(v.size for v in views))))
+            return idx, None, np.stack([np.asarray(pending.grad_norm),
+                                        np.asarray(pending.weight_norm), update])
+        now = [self.params[i]() for i in pending.idx]
+        if any(p is None for p in now):
+            return None
+        return idx, _tensor_norms(pending, [p.detach() for p in now]), None
+
+    def _views_of(self, idx: list[int]) -> list[np.ndarray] | None:
+        """Flat numpy views of these parameters when all are dense float CPU tensors (else
+        ``None``), cached while each keeps its storage: optimizers update in place, and
+        a replaced ``.data`` has a new address (the cached view keeps the old storage
+        alive, so its address cannot be reused while it is cached)."""
+        views, cache = [], self._views
+        for i in idx:
+            param = self.params[i]()
+            if param is None:
+                cache.clear()
+                return None
+            hit = cache.get(i)
+            if hit is None or hit[0] != param.data_ptr():
+                if not (_numpy_ready(param) and param.is_contiguous()):
+                    return None  # (a contiguous tensor: reshape(-1) is then a view)
+                hit = cache[i] = (param.data_ptr(), param.detach().numpy().reshape(-1))
+            views.append(hit[1])
+        return views
+
+
+def grad_rows(sealed: list[SealedGrads]) -> list[np.ndarray]:
+    """Each sealed step's ``(k, 3)`` gradient norms: the tensors of all steps stacked and
+    read at once."""
+    lists = [norms_ for _, norms_, _ in sealed if norms_ is not None]
+    parts: Any = iter(())
+    if lists:
+        import torch
+
+        flat = torch.stack([n for norms_ in lists for n in norms_]).double().cpu().numpy()
+        parts = iter(np.split(flat, np.cumsum([len(n) for n in lists])[:-1]))
+    return [(next(parts).reshape(len(GRAD_FIELDS), -1) if norms_ is not None else values).T
+            for _, norms_, values in sealed]
+
+
+def _numpy_norms(pending: StepGrads, grads: list[torch.Tensor], views: list[np.ndarray],
+                 shapes: list[tuple[int, ...]]) -> None:
+    """One concatenation (which is also the weights' copy), one segment sum."""
+    flat = np.concatenate([(g.detach() if g.requires_grad else g).numpy().reshape(-1)
+                           for g in grads] + views)
+    sq = np.add.reduceat(np.square(flat, dtype=np.float64), _starts(
+        tuple(g.numel() for g in grads) + tuple(v.size for v in views)))
+    norms_ = np.sqrt(sq).tolist()
+    pending.grad_norm += norms_[:len(grads)]
+    pending.weight_norm += norms_[len(grads):]
+    pending.before += [None] * len(grads)
+    pending.flat.append((flat[sum(g.numel() for g in grads):], shapes))
+
+
+def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The three norm lists as tensors (entries taken in numpy converted)."""
+    import torch
+
+    numpy_copies = iter([
+        torch.from_numpy(part).reshape(shape) for flat, shapes in pending.flat
+        for part, shape in zip(np.split(flat, np.cumsum([math.prod(s) for s in shapes])[:-1]),
+                               shapes)])
+    before = [next(numpy_copies) if b is None else b for b in pending.before]
+    grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
+    weight = [torch.tensor(n) if isinstance(n, float) else n for n in pending.weight_norm]
+    return grad + weight + norms(differences(now, before))
+
+
+def _numpy_ready(t: torch.Tensor) -> bool:
+    """A dense, non-empty float32/float64 CPU tensor: its norms and copies are cheaper in
+    numpy than through torch's dispatch, for the small tensors of most models."""
+    import torch
+
+    return (t.is_cpu and t.layout == torch.strided and t.dtype in (torch.float32, torch.float64)
+            and t.numel() > 0)
+
+
+@functools.lru_cache(maxsize=32)
+def _starts(sizes: tuple[int, ...]) -> np.ndarray:
+    """Where each of tensors of these sizes starts in their concatenation."""
+    ends = np.cumsum(sizes)
+    return ends - np.asarray(sizes)
