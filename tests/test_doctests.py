@@ -21,6 +21,7 @@ MODULES = [
     "vizdebug.analysis.drift", "vizdebug.data.tables", "vizdebug.analysis.drift_findings",
     "vizdebug.analysis.drift_compare", "vizdebug.analysis.drift_time",
     "vizdebug.analysis.sketches", "vizdebug.analysis.streaming", "vizdebug.views.drift",
+    "vizdebug.analysis.splits", "vizdebug.analysis.predictions", "vizdebug.views.predictions",
 ]
 
 

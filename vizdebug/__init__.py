@@ -9,6 +9,8 @@ from __future__ import annotations
 from ._version import __version__ as __version__
 from .analysis.dataset_scan import check_dataset
 from .analysis.input_checks import check_batch
+from .analysis.predictions import check_predictions
+from .analysis.splits import check_split
 from .collect.session import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
@@ -16,6 +18,7 @@ from .report import report
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
+from .views.predictions import PredictionView, show_predictions
 
 __all__ = [
     "AnomalyError",
@@ -23,15 +26,19 @@ __all__ = [
     "DriftView",
     "Finding",
     "Findings",
+    "PredictionView",
     "Run",
     "Session",
     "VizdebugError",
     "VizdebugTypeError",
     "check_batch",
     "check_dataset",
+    "check_predictions",
+    "check_split",
     "compare_distributions",
     "open_run",
     "report",
     "show_batch",
+    "show_predictions",
     "watch",
 ]
