@@ -15,6 +15,7 @@ from .collect.session import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report
+from .reproducibility import environment, set_seed
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
@@ -36,8 +37,10 @@ __all__ = [
     "check_predictions",
     "check_split",
     "compare_distributions",
+    "environment",
     "open_run",
     "report",
+    "set_seed",
     "show_batch",
     "show_predictions",
     "watch",
