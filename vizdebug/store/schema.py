@@ -27,16 +27,22 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import sqlite3
+import stat
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib import format as npformat
 
 from ..errors import VizdebugError
 
 FORMAT = "vizdebug-run"
 FORMAT_VERSION = 1
+MAX_NPY_HEADER = 10_000  # bytes of a .npy header (numpy's own default limit)
+MAX_NPY_DIMS = 8
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,10 +59,12 @@ CREATE TABLE IF NOT EXISTS blobs (name TEXT PRIMARY KEY, kind TEXT NOT NULL,
 """
 
 
-def connect(path: Path, *, timeout: float = 10.0) -> sqlite3.Connection:
+def connect(path: Path, *, timeout: float = 0.25) -> sqlite3.Connection:
     """A connection in WAL mode (readers never block the writer, a crash loses at most
     the write in progress). ``synchronous=NORMAL``: committed data survives the process
-    dying; only a power cut may lose the last commits."""
+    dying; only a power cut may lose the last commits. ``timeout``: how long a write waits
+    for a lock another process holds (short: a write that cannot go is retried with the
+    next, and nothing waits on it)."""
     conn = sqlite3.connect(str(path), timeout=timeout, check_same_thread=False,
                            isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -73,19 +81,52 @@ def rank_path(path: Path, rank: int) -> Path:
     return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
+def ro_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only; ``#``, ``?`` and ``%`` in a folder
+    name are escaped (unescaped, SQLite reads them as the URI's query or fragment and
+    opens, or creates, another file).
+
+    >>> ro_uri(Path("/runs/a#1/r?.sqlite"))
+    'file:/runs/a%231/r%3F.sqlite?mode=ro'
+    """
+    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+
+
+def _regular(path: Path) -> bool:
+    try:  # never open a FIFO or a device to look at it (the open itself may hang)
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
+
+
+def read_meta_quietly(path: Path) -> dict[str, Any]:
+    """The ``meta`` table of a run file as plain JSON values, ``{}`` when unreadable."""
+    if not _regular(path):
+        return {}
+    try:
+        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=2.0)
+        try:
+            rows = conn.execute("SELECT key, value FROM meta LIMIT 1000").fetchall()
+        finally:
+            conn.close()
+        return {str(k): json.loads(v) for k, v in rows if isinstance(v, (str, bytes))}
+    except (sqlite3.Error, ValueError, RecursionError):
+        return {}
+
+
 def is_run_file(path: Path) -> bool:
     """True when ``path`` is an SQLite file holding a vizdebug run."""
+    if not _regular(path):
+        return False
     try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                return False
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=5.0)
         try:
             row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
         finally:
             conn.close()
-        return row is not None and json.loads(row[0]) == FORMAT
-    except (OSError, sqlite3.Error, ValueError):
+        return row is not None and isinstance(row[0], str) and json.loads(row[0]) == FORMAT
+    except (sqlite3.Error, ValueError, RecursionError):
         return False
 
 
@@ -107,19 +148,51 @@ def to_npy(array: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def from_npy(data: bytes, what: str) -> np.ndarray:
-    """The array in ``data``; a clear error (never unpickling) when it is not a numeric
-    ``.npy``."""
+class DamagedRun(VizdebugError):
+    """A part of a run file cannot be read; names the table (the Run adds the file)."""
+
+    def __init__(self, table: str, detail: str) -> None:
+        super().__init__(f"table {table!r}: {detail}")
+        self.table = table
+
+
+def _npy_header(data: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """Shape, Fortran order, dtype and data offset of ``.npy`` bytes, read without
+    allocating anything the bytes do not hold."""
+    buf = io.BytesIO(data)
+    version = npformat.read_magic(buf)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"unsupported .npy version {version}")
+    read = npformat.read_array_header_1_0 if version == (1, 0) else npformat.read_array_header_2_0
+    shape, fortran, dtype = read(buf, max_header_size=MAX_NPY_HEADER)
+    return shape, fortran, dtype, buf.tell()
+
+
+def from_npy(data: Any, what: str, table: str = "blobs") -> np.ndarray:
+    """The array in ``data``; a :class:`DamagedRun` error (never unpickling, never
+    allocating more than the bytes hold) when it is not a numeric ``.npy``."""
+    def damaged(detail: str) -> DamagedRun:
+        return DamagedRun(table, f"the stored {what} is damaged or not a plain numeric array "
+                                 f"({detail}); this run file was not written by vizdebug or "
+                                 "was changed afterwards")
+
+    if not isinstance(data, bytes):
+        raise damaged(f"{type(data).__name__} where .npy bytes belong")
     try:
-        array = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise VizdebugError(
-            f"the stored {what} is damaged or not a plain numeric array ({exc}); this run file "
-            "was not written by vizdebug or was changed afterwards"
-        ) from None
-    if array.dtype.kind not in "biuf":
-        raise VizdebugError(f"the stored {what} has dtype {array.dtype}; expected numbers")
-    return array.astype(np.float64) if array.dtype == np.float32 else array
+        shape, fortran, dtype, offset = _npy_header(data)
+    except (ValueError, TypeError, OverflowError, SyntaxError, EOFError) as exc:
+        raise damaged(str(exc)) from None
+    if dtype.hasobject or dtype.kind not in "biuf":
+        raise damaged(f"dtype {dtype}; expected numbers")
+    if len(shape) > MAX_NPY_DIMS or any(not isinstance(n, int) or n < 0 for n in shape):
+        raise damaged(f"shape {shape}")
+    count = math.prod(shape)
+    if count * dtype.itemsize != len(data) - offset:
+        raise damaged(f"its header claims shape {shape} of {dtype} ({count * dtype.itemsize} "
+                      f"bytes) but {len(data) - offset} bytes follow")
+    array = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
+    array = array.reshape(shape, order="F" if fortran else "C")
+    return array.astype(np.float64) if dtype == np.float32 else array.copy()
 
 
 def _json_default(value: Any) -> Any:
@@ -156,9 +229,10 @@ def _restore(value: Any) -> Any:
     return value
 
 
-def from_json(text: str, what: str) -> Any:
-    """The value in ``text``, or a clear error when the stored JSON is damaged."""
+def from_json(text: Any, what: str, table: str = "blobs") -> Any:
+    """The value in ``text``, or a :class:`DamagedRun` error when the stored JSON is
+    damaged."""
     try:
         return _restore(json.loads(text))
-    except (TypeError, ValueError) as exc:
-        raise VizdebugError(f"the stored {what} is not valid JSON ({exc})") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise DamagedRun(table, f"the stored {what} is not valid JSON ({exc})") from None

@@ -5,19 +5,28 @@ handed plain records: resolved scalar points through :meth:`RunWriter.sink` (a b
 queue, called as the scalar log resolves them), and a :class:`~vizdebug.records.RunDelta`
 (new sampled rows, system samples, changed snapshots, a captured batch, settings) from
 the ``take_delta`` callback its owner gives it. A daemon thread wakes every ``interval``
-seconds and writes, in one transaction, what it was handed since the last write. Each
-write renews the heartbeat, so a reader can tell a run that is still going from one
-whose process died. A failed write is retried with the next one and reported through
-``on_error`` (a Session turns it into a ``collector-error`` finding); it never reaches
-the training loop. A forked child (a DataLoader worker) never writes.
+seconds (0.5 s: a process killed outright loses at most about that much) and writes, in
+one transaction, what it was handed since the last write. Each write renews the
+heartbeat. The writer holds the run file's lock for its whole life (see
+:mod:`~vizdebug.store.claim`): one writer per file, and a reader sees at once that a
+writer died.
+
+A failed write is kept, retried with the next one and reported through ``on_error`` (a
+Session turns it into a ``collector-error`` finding); it never reaches the training loop.
+No write waits long on a lock another process holds on the database: ``close()`` returns
+within about :data:`CLOSE_WAIT` seconds; what it could not write is reported and written
+by a background thread as soon as the lock is free (for up to :data:`LATE_CLOSE` seconds,
+then reported as lost). A forked child (a DataLoader worker) never writes and lets go of
+the lock.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime as _dt
 import os
+import platform
+import sys
 import threading
 import time
 import weakref
@@ -29,60 +38,19 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..errors import VizdebugError
 from ..records import RunDelta, ScalarChunk
-from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, is_run_file, rank_path, to_json, to_npy
+from .claim import claim, release, store_path
+from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
-INTERVAL = 2.0            # seconds between writes
+INTERVAL = 0.5            # seconds between writes (at most about this much is lost to a kill)
+CLOSE_WAIT = 1.0          # seconds close() may wait for a lock another process holds
+LATE_CLOSE = 60.0         # seconds a close that could not write keeps trying in the background
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
 CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
-
-
-def store_path(store: object, rank: int = 0) -> Path:
-    """The file a session writes to: ``store`` itself, a new file in a directory, or, for
-    rank ``k > 0`` of a multi-process job, ``<name>.rank<k><suffix>`` beside it.
-
-    Examples
-    --------
-    >>> store_path("runs/exp1.sqlite", rank=1).name
-    'exp1.rank1.sqlite'
-    """
-    if isinstance(store, bool) or not isinstance(store, (str, os.PathLike)):
-        raise VizdebugTypeError(
-            f"store takes a file path (or a directory for one new file per run), got "
-            f"{describe(store)}; e.g. vd.watch(model, store='runs/exp1.sqlite')")
-    text = os.fspath(store)
-    if not text:
-        raise VizdebugError("store is an empty path; pass e.g. store='runs/exp1.sqlite'")
-    path = Path(text).expanduser()
-    if path.is_dir() or text.endswith(("/", os.sep)):
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        name, n = f"run-{stamp}-{os.getpid()}", 1
-        while (path / f"{name}.sqlite").exists():  # two runs in one second: never replace
-            n += 1
-            name = f"run-{stamp}-{os.getpid()}-{n}"
-        path = path / f"{name}.sqlite"
-    return rank_path(path, rank)
-
-
-def _prepare(path: Path) -> None:
-    """Make the folder; replace an earlier run at ``path``, refuse to touch anything else."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise VizdebugError(f"cannot create the folder for store={str(path)!r}: {exc}") from None
-    if path.exists():
-        if path.is_dir():
-            raise VizdebugError(f"store={str(path)!r} is a folder inside a folder; pass a file path")
-        if path.stat().st_size and not is_run_file(path):
-            raise VizdebugError(
-                f"store={str(path)!r} exists and is not a vizdebug run; refusing to overwrite "
-                "it. Pass a new file name, or a folder to get one new file per run")
-        for extra in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-            with contextlib.suppress(FileNotFoundError):
-                extra.unlink()
+__all__ = ["RunWriter", "store_path"]
 
 
 class RunWriter:
@@ -109,12 +77,12 @@ class RunWriter:
                  take_delta: Callable[[bool], RunDelta] | None = None,
                  on_error: Callable[[str, BaseException], None] | None = None,
                  interval: float | None = None) -> None:
-        self.path = path
         self.interval = interval or INTERVAL
         self._take_delta = take_delta
         self._on_error = on_error
         self._lock = threading.Lock()
         self._queue: deque[ScalarChunk] = deque(maxlen=MAX_QUEUED)
+        self._held: list[ScalarChunk] = []  # taken by a write that has not committed yet
         self.dropped = 0
         self._unwritten = replace(start, meta={})  # handed over, not yet committed
         self._batch_slot = 0
@@ -122,17 +90,24 @@ class RunWriter:
         self._pid = os.getpid()  # a forked child (a DataLoader worker) must never write
         self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
         self.closed = False
+        self.closing: str | None = None  # the final state while a late close goes on
+        self.last_error: BaseException | None = None
         self._stop = threading.Event()
-        _prepare(path)
-        try:
-            self._conn = connect(path)
-            self._conn.executescript(SCHEMA)
-        except Exception as exc:
-            raise VizdebugError(f"cannot open store={str(path)!r} as SQLite: {exc}") from None
-        self._write_meta({**self._file_meta(), **start.meta})
+        _supersede(Path(os.path.realpath(path)))
+        self.path, self._lock_fd = claim(path)
+        self._open(start)
         self._thread = threading.Thread(target=_write_loop, args=(weakref.ref(self),),
                                         name="vizdebug-store", daemon=True)
         _OPEN.add(self)
+
+    def _open(self, start: RunDelta) -> None:
+        try:
+            self._conn = connect(self.path)
+            self._conn.executescript(SCHEMA)
+            self._write_meta({**self._file_meta(), **start.meta})
+        except Exception as exc:
+            release(self._lock_fd)
+            raise VizdebugError(f"cannot open store={str(self.path)!r} as SQLite: {exc}") from None
 
     def start(self) -> RunWriter:
         """Start the writing thread."""
@@ -157,13 +132,22 @@ class RunWriter:
             self.sink(*chunk)
         self._unwritten = self._unwritten.absorb(replace(delta, scalars=[]))
 
+    def unwritten(self) -> str:
+        """What was handed over and is not in the file yet, in words."""
+        points = sum(len(chunk[0]) for chunk in [*self._held, *self._queue.copy()])
+        delta = self._unwritten
+        rows = sum(int(steps.size) for _, steps, _ in delta.samples)
+        text = f"{points} logged points, {rows} sampled rows, {len(delta.system)} system samples"
+        return text + (", a captured batch" if delta.batch else "")
+
     # -- meta -----------------------------------------------------------------------------------
     def _file_meta(self) -> dict[str, Any]:
         """The settings the writer itself owns (the rest comes in the first delta)."""
         now = time.time()
         return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": now,
                 "heartbeat": now, "state": "running", "failed": None, "ticks": 0,
-                "interval": self.interval, "pid": os.getpid()}
+                "interval": self.interval, "pid": os.getpid(), "host": platform.node(),
+                "locked": self._lock_fd is not None}
 
     def _write_meta(self, values: dict[str, Any]) -> None:
         self._conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -173,37 +157,53 @@ class RunWriter:
     def tick(self, *, final_state: str | None = None) -> None:
         """Take the next delta and write everything not yet written, in one transaction
         (any thread). A failed write is reported and retried with the next."""
+        if final_state is not None:
+            self.close(final_state)
+            return
         if os.getpid() != self._pid:
             return
         with self._lock:
-            if self.closed:
-                return
-            start = time.thread_time()
-            try:
-                if self._take_delta is not None:
-                    self._absorb(self._take_delta(final_state is not None))
-                self._write(final_state)
-            except Exception as exc:
-                with contextlib.suppress(Exception):
-                    self._conn.execute("ROLLBACK")
-                if self._on_error is not None:
-                    with contextlib.suppress(Exception):
-                        self._on_error("the run store", exc)
-            self.cpu_seconds += time.thread_time() - start
-            if final_state is not None:
-                self._close_connection()
+            if not self.closed:
+                self._tick(None, report=True)
+
+    def _tick(self, final_state: str | None, *, report: bool) -> bool:
+        """One write under ``self._lock``; True when it committed."""
+        start = time.thread_time()
+        try:
+            if self._take_delta is not None:
+                self._absorb(self._take_delta(final_state is not None))
+            self._write(final_state)
+            ok = True
+        except Exception as exc:
+            ok, self.last_error = False, exc
+            with contextlib.suppress(Exception):
+                self._conn.execute("ROLLBACK")
+            if report:
+                self._report(exc)
+        self.cpu_seconds += time.thread_time() - start
+        return ok
+
+    def _report(self, exc: BaseException) -> None:
+        if self._on_error is not None:
+            with contextlib.suppress(Exception):
+                self._on_error("the run store", exc)
+        else:
+            import warnings
+
+            warnings.warn(f"vizdebug run store {str(self.path)!r}: {exc}", RuntimeWarning,
+                          stacklevel=2)
 
     def _write(self, final_state: str | None) -> None:
         delta, conn = self._unwritten, self._conn
+        self._take_scalars()  # before BEGIN: what a write takes stays held until it commits
         conn.execute("BEGIN IMMEDIATE")
         self._write_scalars(conn)
         self._write_samples(conn, delta.samples)
         conn.executemany("INSERT INTO system (time, cpu_percent, rss_mb, gpu_mb) "
                          "VALUES (?, ?, ?, ?)", delta.system)
         self._write_snapshots(conn, delta)
-        self._write_batch(conn, delta.batch)
-        self.ticks += 1
-        meta = {**delta.meta, "heartbeat": time.time(), "ticks": self.ticks,
+        slot = self._write_batch(conn, delta.batch)
+        meta = {**delta.meta, "heartbeat": time.time(), "ticks": self.ticks + 1,
                 "dropped_points": self.dropped}
         if delta.failed:
             meta["failed"] = delta.failed
@@ -211,12 +211,24 @@ class RunWriter:
             meta["state"] = final_state
         self._write_meta(meta)
         conn.execute("COMMIT")
-        self._unwritten = RunDelta()
+        self.ticks += 1
+        self._batch_slot = slot
+        self._unwritten, self._held = RunDelta(), []
+
+    def _take_scalars(self) -> None:
+        """Move the queue's chunks behind those a failed write left (bounded: the oldest
+        go first, counted in ``dropped``)."""
+        held, queue = self._held, self._queue
+        while queue:
+            held.append(queue.popleft())
+        over = len(held) - MAX_QUEUED
+        if over > 0:
+            self.dropped += sum(len(chunk[0]) for chunk in held[:over])
+            del held[:over]
 
     def _write_scalars(self, conn: Any) -> None:
         def rows():  # streamed: a backlog of many points never becomes one big list
-            while self._queue:
-                steps, names, values, times = self._queue.popleft()
+            for steps, names, values, times in self._held:
                 yield from zip(steps.tolist(), names, values.tolist(), times.tolist())
 
         # SQLite stores NaN as NULL: written as NULL, read back as NaN
@@ -248,34 +260,89 @@ class RunWriter:
             plain = {k: v for k, v in delta.loader.items() if not isinstance(v, np.ndarray)}
             self._put_blob(conn, "loader", "json", to_json(plain))
 
-    def _write_batch(self, conn: Any, arrays: list[np.ndarray]) -> None:
-        """A captured batch goes into the next of :data:`CAPTURED_SLOTS` slots."""
+    def _write_batch(self, conn: Any, arrays: list[np.ndarray]) -> int:
+        """A captured batch goes into the next of :data:`CAPTURED_SLOTS` slots; returns
+        the slot counter once it is committed."""
         if not arrays:
-            return
+            return self._batch_slot
         slot = self._batch_slot % CAPTURED_SLOTS
         conn.execute("DELETE FROM blobs WHERE name LIKE ?", (f"batch.{slot}.%",))
         for i, array in enumerate(arrays):
             self._put_blob(conn, f"batch.{slot}.{i}", "npy", to_npy(array))
         self._put_blob(conn, f"batch.{slot}", "json", to_json({"order": self._batch_slot}))
-        self._batch_slot += 1
+        return self._batch_slot + 1
 
     # -- lifetime ---------------------------------------------------------------------------------
     def close(self, state: str = "closed") -> None:
-        """The last write, with the final state; stops the thread (harmless twice)."""
+        """The last write, with the final state; stops the thread (harmless twice).
+
+        Returns within about :data:`CLOSE_WAIT` seconds even while another process holds
+        the database locked: what could not be written then is reported through
+        ``on_error`` and written in the background once the lock is free.
+        """
         self._stop.set()
-        self.tick(final_state=state)
+        if self.closed or os.getpid() != self._pid:
+            return
+        deadline = time.monotonic() + CLOSE_WAIT
+        if self._lock.acquire(timeout=CLOSE_WAIT):
+            try:
+                self._final_write(state, deadline)
+            finally:
+                self._lock.release()
+        if not self.closed and self.closing is None:
+            self.closing = state
+            self._report(VizdebugError(
+                f"could not finish the run file {str(self.path)!r} within {CLOSE_WAIT:g} s "
+                f"({self.last_error or 'a write in progress'}; is another process holding it "
+                f"locked?): not written yet: {self.unwritten()}. Retrying in the background "
+                f"for {LATE_CLOSE:g} s"))
+            threading.Thread(target=_finish_later, args=(self,), daemon=True,
+                             name="vizdebug-store-close").start()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
+            self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _final_write(self, state: str, deadline: float) -> bool:
+        """Under ``self._lock``: the last write, waiting on another process's lock only
+        until ``deadline``."""
+        if self.closed:
+            return True
+        wait_ms = int(max(0.05, deadline - time.monotonic()) * 1000)
+        with contextlib.suppress(Exception):
+            self._conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        if not self._tick(state, report=False):
+            return False
+        self._close_connection()
+        return True
+
+    def give_up(self, why: str) -> None:
+        """Stop trying: report what was never written, let go of the file."""
+        with self._lock:
+            if self.closed:
+                return
+            lost = self.unwritten()
+            self._close_connection()
+        self._report(VizdebugError(
+            f"gave up writing the run file {str(self.path)!r} ({why}; last error: "
+            f"{self.last_error}); lost: {lost}. The file keeps what was written before"))
 
     def _close_connection(self) -> None:
         self.closed = True
         _OPEN.discard(self)
         # A finished run becomes one self-contained file (no -wal/-shm beside it) to copy
-        # or share; while a reader holds it open this fails, harmlessly, and WAL stays.
+        # or share; while a reader holds it open this fails at once, harmlessly, and WAL
+        # stays.
         with contextlib.suppress(Exception):
+            self._conn.execute("PRAGMA busy_timeout = 0")
             self._conn.execute("PRAGMA journal_mode=DELETE")
         with contextlib.suppress(Exception):
             self._conn.close()
+        release(self._lock_fd)
+        self._lock_fd = None
+
+    def forget_in_child(self) -> None:
+        """In a forked child: drop this process's copy of the lock, never write."""
+        release(self._lock_fd)
+        self._lock_fd = None
 
 
 def _write_loop(ref: weakref.ref) -> None:
@@ -290,9 +357,40 @@ def _write_loop(ref: weakref.ref) -> None:
             return
 
 
+def _finish_later(writer: RunWriter) -> None:
+    """A close that could not write: try again every interval, then give up."""
+    end = time.monotonic() + LATE_CLOSE
+    while time.monotonic() < end and not writer.closed:
+        time.sleep(writer.interval)
+        with writer._lock:
+            if writer.closing is not None and writer._final_write(writer.closing, 0.0):
+                return
+    writer.give_up(f"its database stayed locked for {LATE_CLOSE:g} s")
+
+
+def _supersede(path: Path) -> None:
+    """A new writer of ``path`` in this process ends an earlier one's late close."""
+    for writer in list(_OPEN):
+        if writer.closing is not None and writer.path == path:
+            writer.give_up("a new run of this process replaces it")
+
+
+def _forget_all_in_child() -> None:
+    for writer in list(_OPEN):
+        writer.forget_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all_in_child)
+
+
 @atexit.register
 def _close_all_at_exit() -> None:
     """A script that ends without ``session.close()`` still leaves a complete run."""
     for writer in list(_OPEN):
         with contextlib.suppress(Exception):
-            writer.close("ended")
+            writer.close(writer.closing or "ended")
+            if not writer.closed:
+                writer.give_up("the process is exiting")
+                sys.stderr.write(f"vizdebug: the run file {str(writer.path)!r} was not "
+                                 f"finished: {writer.last_error}\n")
