@@ -22,7 +22,7 @@ MODULES = [
     "vizdebug.analysis.drift_compare", "vizdebug.analysis.drift_time",
     "vizdebug.analysis.sketches", "vizdebug.analysis.streaming", "vizdebug.views.drift",
     "vizdebug.analysis.splits", "vizdebug.analysis.predictions", "vizdebug.views.predictions",
-    "vizdebug.reproducibility",
+    "vizdebug.reproducibility", "vizdebug.analysis.loss_checks",
 ]
 
 

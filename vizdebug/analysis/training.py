@@ -94,6 +94,13 @@ def rule_events(rec: TrainingRecords) -> list[Finding]:
                     "non-finite, look at the data; otherwise its weights diverged (lower the "
                     "learning rate, clip gradients) or it computes log/sqrt/division of "
                     "values that reach 0 or below (add an epsilon, clamp).")
+        elif "severity" in ev.get("detail", {}):  # a check that names its own verdict
+            detail = ev["detail"]
+            out.append(Finding(ev["kind"], detail["severity"], ev["message"],
+                               where=ev["module_path"],
+                               evidence={"step": ev["step"], "function": detail.get("function")},
+                               hint=detail.get("hint", "")))
+            continue
         else:
             source = ev.get("detail", {}).get("source")
             hint = ("A forward() that forgot its `return` hands None to the next module"

@@ -1,0 +1,113 @@
+"""What reaches the loss: the LossWatch mode and the rules it applies."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from vizdebug.collect.losses import LossWatch, _stack_depth
+
+torch.manual_seed(0)
+X = torch.randn(32, 5)
+Y = torch.randint(0, 5, (32,))
+B = torch.randn(32, 1)
+BT = torch.randint(0, 2, (32, 1)).float()
+R = torch.randn(32, 1)
+RT = torch.randn(32)
+
+
+def watched(call) -> list:
+    """The events of one loss call made while a LossWatch is armed."""
+    events, errors = [], []
+    watch = LossWatch(events.append, lambda where, exc: errors.append(exc))
+    watch.arm(7)
+    try:
+        call()
+    except (IndexError, RuntimeError):  # torch's own refusal comes after the check
+        pass
+    finally:
+        watch.disarm()
+    assert not watch.armed and errors == []
+    return events
+
+
+CASES = {
+    # name: (call, expected code or None)
+    "ce-logits": (lambda: nn.CrossEntropyLoss()(X, Y), None),
+    "ce-log-softmax": (lambda: F.cross_entropy(X.log_softmax(1), Y), None),
+    "ce-ignore-index": (lambda: nn.CrossEntropyLoss(ignore_index=-1)(X, torch.where(Y > 2, Y, -1)), None),
+    "ce-segmentation": (lambda: F.cross_entropy(torch.randn(2, 3, 8, 8), torch.randint(0, 3, (2, 8, 8))), None),
+    "ce-soft-labels": (lambda: F.cross_entropy(X, X.softmax(1)), None),
+    "nll-log-softmax": (lambda: F.nll_loss(X.log_softmax(1), Y), None),
+    "bce-sigmoid": (lambda: F.binary_cross_entropy(B.sigmoid(), BT), None),
+    "bce-logits": (lambda: nn.BCEWithLogitsLoss()(B, BT), None),
+    "mse-same-shape": (lambda: nn.MSELoss()(R.squeeze(1), RT), None),
+    "l1-same-shape": (lambda: F.l1_loss(R, RT[:, None]), None),
+    "ce-softmax": (lambda: nn.CrossEntropyLoss()(X.softmax(1), Y), "loss-output-mismatch"),
+    "ce-relu": (lambda: F.cross_entropy(X.relu(), Y), "loss-output-mismatch"),
+    "ce-one-class": (lambda: F.cross_entropy(X[:, :1], torch.zeros(32, dtype=torch.long)),
+                     "loss-output-mismatch"),
+    "ce-one-based": (lambda: F.cross_entropy(X, Y + 1), "labels-out-of-range"),
+    "ce-negative-ids": (lambda: F.cross_entropy(X, Y - 1), "labels-out-of-range"),
+    "nll-probabilities": (lambda: nn.NLLLoss()(X.softmax(1), Y), "loss-output-mismatch"),
+    "nll-raw-scores": (lambda: F.nll_loss(X, Y), "loss-output-mismatch"),
+    "bce-no-sigmoid": (lambda: nn.BCELoss()(B, BT), "loss-output-mismatch"),
+    "bce-logits-after-sigmoid": (lambda: nn.BCEWithLogitsLoss()(B.sigmoid(), BT),
+                                 "loss-output-mismatch"),
+    "softmax-one-unit": (lambda: F.binary_cross_entropy(B.softmax(1), BT), "loss-output-mismatch"),
+    "bce-targets-255": (lambda: nn.BCEWithLogitsLoss()(B, BT * 255), "labels-out-of-range"),
+    "mse-broadcast": (lambda: nn.MSELoss()(R, RT), "target-shape-broadcast"),
+    "mse-sigmoid-wide-targets": (lambda: F.mse_loss(R.sigmoid().squeeze(1), RT * 50 + 50),
+                                 "loss-output-mismatch"),
+    "mse-relu-negative-targets": (lambda: F.mse_loss(R.relu().squeeze(1), RT),
+                                  "loss-output-mismatch"),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Using a target size")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_loss_call_is_judged(name):
+    call, expected = CASES[name]
+    codes = [e.kind for e in watched(call)]
+    assert codes == ([expected] if expected else [])
+
+
+def test_an_event_carries_its_verdict_and_step():
+    event = watched(lambda: F.cross_entropy(X, Y + 1))[0]
+    assert event.step == 7 and event.module_path == "loss (cross_entropy)"
+    assert event.detail["severity"] == "error" and "0..C-1" in event.detail["hint"]
+
+
+def test_the_mode_leaves_the_stack_as_it_found_it_and_never_pops_another_mode():
+    from torch.overrides import TorchFunctionMode
+
+    depth = _stack_depth()
+    watch = LossWatch(lambda e: None, lambda w, e: None)
+    watch.arm(0)
+    assert _stack_depth() == depth + 1  # the private depth getter works on this torch
+    other = TorchFunctionMode()
+    other.__enter__()
+    watch.disarm()  # another mode on top: ours stays until it is on top again
+    assert watch.armed and _stack_depth() == depth + 2
+    other.__exit__(None, None, None)
+    watch.disarm()
+    assert not watch.armed and _stack_depth() == depth
+
+
+def test_a_check_that_fails_is_reported_not_raised(monkeypatch):
+    import vizdebug.collect.losses as losses
+
+    def broken(*args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(losses, "check_loss_call", broken)
+    errors = []
+    watch = LossWatch(lambda e: None, lambda where, exc: errors.append((where, str(exc))))
+    watch.arm(0)
+    try:
+        loss = F.cross_entropy(X, Y)
+    finally:
+        watch.disarm()
+    assert torch.isfinite(loss) and errors == [("the loss check", "boom")]

@@ -1,0 +1,80 @@
+"""Summaries of one loss call's tensors (torch, on their device), for
+:func:`vizdebug.analysis.loss_checks.loss_problems` to judge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis.loss_checks import CLASS_LOSSES, LOSS_FUNCTIONS, loss_problems
+
+__all__ = ["LOSS_FUNCTIONS", "check_loss_call", "summarize"]
+
+
+def check_loss_call(name: str, args: tuple, kwargs: dict) -> list[tuple[str, str, str, str]]:
+    """The problems of one call of the loss function ``name``: ``(code, severity,
+    message, hint)`` tuples."""
+    summary = summarize(name, args, kwargs)
+    return loss_problems(summary) if summary is not None else []
+
+
+def _argument(args: tuple, kwargs: dict, index: int, key: str) -> Any:
+    return args[index] if len(args) > index else kwargs.get(key)
+
+
+def summarize(name: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """Shapes and a few statistics of the input and target of a loss call (one read)."""
+    import torch
+
+    x, t = _argument(args, kwargs, 0, "input"), _argument(args, kwargs, 1, "target")
+    if not (isinstance(x, torch.Tensor) and isinstance(t, torch.Tensor)):
+        return None
+    if x.numel() == 0 or not x.is_floating_point() or x.is_complex():
+        return None
+    out: dict[str, Any] = {"function": name, "x_shape": tuple(x.shape),
+                           "t_shape": tuple(t.shape), "t_int": not t.is_floating_point()}
+    with torch.no_grad():
+        xd, td = x.detach(), t.detach()
+        values = [xd.min(), xd.max(), (xd == 0).float().mean()]
+        keys = ["x_min", "x_max", "x_zero_share"]
+        cdim = 1 if xd.ndim >= 2 else 0
+        if name in CLASS_LOSSES:
+            out["n_classes"] = int(xd.shape[cdim])
+            values += [(xd.float().sum(cdim) - 1).abs().max(),
+                       torch.logsumexp(xd.float(), cdim).abs().max()]
+            keys += ["rowsum_dev", "lse_dev"]
+        tv = _target_values(td, name, kwargs)
+        if tv is not None and tv.numel():
+            values += [tv.min().float(), tv.max().float()]
+            keys += ["t_min", "t_max"]
+        read = torch.stack([v.float() for v in values]).tolist()  # the one device read
+    out.update(zip(keys, read))
+    out["broadcast_numel"] = _broadcast_numel(tuple(x.shape), tuple(t.shape))
+    return out
+
+
+def _target_values(t: Any, name: str, kwargs: dict) -> Any:
+    """The targets that count (class ids other than ``ignore_index``)."""
+    if t.is_complex():
+        return None
+    if name in CLASS_LOSSES and not t.is_floating_point():
+        ignore = kwargs.get("ignore_index", -100)
+        return t[t != ignore]
+    return t
+
+
+def _broadcast_numel(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
+    """Elements of the broadcast of shapes ``a`` and ``b`` when they differ (None when
+    equal or not broadcastable)."""
+    if a == b:
+        return None
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    dims = []
+    for p, q in zip(a, b):
+        if p != q and 1 not in (p, q):
+            return None
+        dims.append(max(p, q))
+    total = 1
+    for d in dims:
+        total *= d
+    return total

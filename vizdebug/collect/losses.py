@@ -1,0 +1,128 @@
+"""What reaches the loss: the model's output and the targets, checked on sampled steps.
+
+The commonest real training faults sit between the model and its loss: a softmax before
+``CrossEntropyLoss`` (which applies ``log_softmax`` itself), probabilities into
+``NLLLoss``, a sigmoid before ``BCEWithLogitsLoss``, class ids outside ``[0, C)``, an
+``(N, 1)`` output against ``(N,)`` targets that ``MSELoss`` silently broadcasts to
+``(N, N)``. None of them raises; the model just trains badly.
+
+:class:`LossWatch` sees every torch loss function, functional (``F.cross_entropy``) or
+module (``nn.CrossEntropyLoss`` calls the functional one), through a
+``torch.overrides.TorchFunctionMode`` (the public way to see torch function calls). The
+mode is entered when a sampled step's forward pass ends and left before the next forward
+or when the optimizer steps, so it costs nothing between samples and only the calls from
+the end of forward to ``optimizer.step()`` on a sampled step. The checks themselves read
+a few reductions of the loss's inputs (one device sync on a sampled step).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .anomaly import AnomalyEvent
+from .loss_rules import LOSS_FUNCTIONS, check_loss_call
+
+__all__ = ["LOSS_FUNCTIONS", "LossWatch"]
+
+
+class LossWatch:
+    """Arms a torch function mode on sampled steps and checks each loss call it sees.
+
+    ``record`` receives an :class:`~vizdebug.collect.anomaly.AnomalyEvent` per problem
+    (each code and loss function once per session); ``on_error`` gets any exception of
+    the checks, which never reach the training loop.
+    """
+
+    def __init__(self, record: Callable[[AnomalyEvent], None],
+                 on_error: Callable[[str, BaseException], None]) -> None:
+        self.record = record
+        self.on_error = on_error
+        self.step = 0
+        self.calls = 0  # loss calls checked
+        self.seen: set[tuple[str, str]] = set()
+        self._mode: Any = None
+        self._depth = -1
+
+    @property
+    def armed(self) -> bool:
+        return self._mode is not None
+
+    def arm(self, step: int) -> None:
+        """Watch the torch calls from here (the end of a sampled forward pass)."""
+        if self._mode is not None:
+            return
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        try:
+            mode = _mode_class()(self)
+            mode.__enter__()
+            self._mode, self.step = mode, step
+            self._depth = _stack_depth()
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def disarm(self) -> None:
+        """Stop watching (harmless when not armed). A mode pushed after ours by someone
+        else is left alone: ours is popped only when it is on top."""
+        mode = self._mode
+        if mode is None:
+            return
+        try:
+            if _stack_depth() == self._depth:
+                mode.__exit__(None, None, None)
+                self._mode = None
+        except Exception as exc:
+            self._mode = None
+            self.on_error("the loss check", exc)
+
+    def inspect(self, name: str, args: tuple, kwargs: dict) -> None:
+        """Check one loss call (never raises)."""
+        try:
+            self.calls += 1
+            for code, severity, message, hint in check_loss_call(name, args, kwargs):
+                if (code, name) in self.seen:
+                    continue
+                self.seen.add((code, name))
+                self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message,
+                                         {"severity": severity, "hint": hint,
+                                          "function": name}))
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+
+def _stack_depth() -> int:
+    import torch
+
+    # How many torch function modes are active on this thread: ours must be the top one
+    # when we leave. torch has no public getter for the depth; this one is stable since
+    # torch 2.0 and tested in tests/test_collect_losses.py against the pinned version.
+    return int(torch._C._len_torch_function_stack())
+
+
+_MODE_CLASS: Any = None
+
+
+def _mode_class() -> type:
+    """The mode class, built once torch is imported (torch stays a lazy import)."""
+    global _MODE_CLASS
+    if _MODE_CLASS is None:
+        from torch.overrides import TorchFunctionMode
+
+        class LossMode(TorchFunctionMode):
+            def __init__(self, watch: LossWatch) -> None:
+                super().__init__()
+                self.watch = watch
+
+            def __torch_function__(self, func: Any, types: Any, args: tuple = (),
+                                   kwargs: dict | None = None) -> Any:
+                kwargs = kwargs or {}
+                name = getattr(func, "__name__", "")
+                if name in LOSS_FUNCTIONS:
+                    self.watch.inspect(name, args, kwargs)
+                return func(*args, **kwargs)
+
+        _MODE_CLASS = LossMode
+    return _MODE_CLASS
