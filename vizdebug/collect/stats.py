@@ -29,6 +29,7 @@ from ..analysis.activations import (
     UNIT_HIGH,
     UNIT_LOW,
     UNIT_RANGE,
+    saturated,
     saturation_limit,
     subsample_step,
     unit_axis,
@@ -50,6 +51,7 @@ class GroupSample(NamedTuple):
 
 
 _NUMPY_DTYPES: tuple = ()
+GROUP_MAX = 1 << 15
 
 
 def numpy_ready(tensor: torch.Tensor) -> bool:
@@ -73,26 +75,30 @@ def sample_outputs(outputs: list[torch.Tensor], axis: int | None) -> GroupSample
     >>> group_rows([s], ["ReLU", "ReLU"])[:, 3].tolist()  # dead
     [1.0, 0.0]
     """
-    if all(numpy_ready(t) for t in outputs):
-        return _sample_numpy([t.detach().numpy() for t in outputs], axis)
+    if len(outputs) == 1 and numpy_ready(outputs[0]):
+        return _sample_numpy(outputs[0].detach().numpy(), axis)
     return _sample_torch([t.detach() for t in outputs], axis)
 
 
-def _sample_numpy(arrays: list[np.ndarray], axis: int | None) -> GroupSample:
-    stacked = np.stack(arrays) if len(arrays) > 1 else arrays[0][None]
-    m, n = len(arrays), arrays[0].size
+def _sample_numpy(array: np.ndarray, axis: int | None) -> GroupSample:
+    """One CPU output: numpy's reductions cost less per call than torch's dispatch, which
+    matters for an output sampled alone (a group's one stacked reduction does not care)."""
+    flat = array.reshape(1, -1)
+    n = array.size
     step = subsample_step(n)
-    flat = stacked.reshape(m, -1)
-    values = flat[:, : step * SUBSAMPLE: step].copy()  # a copy: outlives the outputs
+    values = flat[:, : step * SUBSAMPLE: step].copy()  # a copy: outlives the output
     if axis is None:
-        unit_max = np.abs(flat).max(1, keepdims=True) if n else np.zeros((m, 1), flat.dtype)
+        unit_max = np.abs(flat).max(1, keepdims=True) if n else np.zeros((1, 1), flat.dtype)
         return GroupSample(values, unit_max, n, False)
     # max |a| = max(|max a|, |min a|) over the batch: two reductions, no |a| copy
-    per_unit = np.maximum(np.abs(stacked.max(1)), np.abs(stacked.min(1)))
+    hi, lo = np.maximum.reduce(array, axis=0), np.minimum.reduce(array, axis=0)
+    per_unit = np.maximum(np.abs(hi), np.abs(lo))[None]
     return GroupSample(values, _to_units(per_unit, axis), n, True)
 
 
 def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
+    """Outputs on a device, of other dtypes, or several small ones stacked: one set of
+    reductions for the group (torch's reductions over the batch of a stack beat numpy's)."""
     import torch
 
     stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
@@ -152,29 +158,38 @@ def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
 
 
 def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
-    """Rows of samples of equal widths (one vectorised pass)."""
+    """Rows of samples of equal widths (one vectorised pass, in the values' own dtype:
+    numpy's pairwise sums keep float32 accurate to ~1e-7 over a subsample)."""
     cat = np.concatenate
-    v = cat([s.values for s in samples]).astype(np.float64)
+    v = cat([s.values for s in samples])
     units = cat([s.unit_max for s in samples])
     numel = cat([np.full(len(s.values), float(s.numel)) for s in samples])
     has_units = cat([np.full(len(s.values), s.has_units) for s in samples])
-    valid = ~np.isnan(v)
-    count = valid.sum(1)
-    v0 = np.where(valid, v, 0.0)
-    mean = np.where(count > 0, v0.sum(1) / np.maximum(count, 1), np.nan)
-    dev = np.where(valid, v - mean[:, None], 0.0)
-    std = np.where(count > 1, np.sqrt((dev * dev).sum(1) / np.maximum(count - 1, 1)), 0.0)
-
-    def share(mask: np.ndarray) -> np.ndarray:
-        return (mask & valid).sum(1) / np.maximum(count, 1)
-
-    limit = np.array([saturation_limit(c) for c in classes])[:, None]
-    in_unit_range = np.array([c in UNIT_RANGE for c in classes])[:, None]
-    sat = np.where(in_unit_range, (v < UNIT_LOW) | (v > UNIT_HIGH), np.abs(v) > limit)
+    width = v.shape[1]
+    mean = v.sum(1) / width if width else np.full(len(v), np.nan)
+    d = v - mean[:, None].astype(v.dtype)
+    std = np.sqrt(np.square(d, out=d).sum(1) / max(width - 1, 1)) if width > 1 else np.zeros(len(v))
+    zero = (v == 0).sum(1) / max(width, 1)
+    limit = np.array([saturation_limit(c) for c in classes], dtype=v.dtype)[:, None]
+    sat = (np.abs(v) > limit).sum(1) / max(width, 1)
+    for j in [j for j, c in enumerate(classes) if c in UNIT_RANGE]:
+        sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / max(width, 1)
     dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
     absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
-    return np.stack([mean, std, share(v == 0), dead, share(sat), ~np.isfinite(absmax),
-                     absmax, numel], 1)
+    rows = np.stack([mean, std, zero, dead, sat, ~np.isfinite(absmax), absmax, numel], 1)
+    for j in np.flatnonzero(~np.isfinite(mean)):  # rare: NaN/inf in the subsample
+        rows[j, [0, 1, 2, 4]] = _value_stats(v[j], classes[j])
+    return rows
+
+
+def _value_stats(v: np.ndarray, module_class: str) -> list[float]:
+    """Mean, std, zero and saturated shares of one subsample holding NaN or inf (NaNs
+    left out, as the definition says)."""
+    v = v[~np.isnan(v)].astype(np.float64)
+    if not v.size:
+        return [np.nan, 0.0, 0.0, 0.0]
+    std = v.std(ddof=1) if v.size > 1 else 0.0
+    return [v.mean(), std, np.mean(v == 0), np.mean(saturated(v, module_class))]
 
 
 def describe_tensor(t: Any) -> str:
@@ -228,6 +243,10 @@ def first_tensor(value: Any) -> torch.Tensor | None:
 
 
 def output_key(tensor: torch.Tensor, module_class: str) -> tuple:
-    """Outputs with equal keys are sampled together (:func:`sample_outputs`)."""
+    """Outputs with equal keys are sampled together (:func:`sample_outputs`); the fourth
+    item is their unit axis. Outputs of more than :data:`GROUP_MAX` values are sampled
+    alone: stacking would copy them, and their reductions are long enough that one set
+    of calls each costs nothing noticeable."""
     shape = tuple(tensor.shape)
-    return shape, tensor.dtype, tensor.device, unit_axis(shape, module_class)
+    alone = id(tensor) if tensor.numel() > GROUP_MAX else None
+    return shape, tensor.dtype, tensor.device, unit_axis(shape, module_class), alone
