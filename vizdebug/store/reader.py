@@ -7,6 +7,11 @@ returns the row that holds a bucket's min/max), sampled statistics are thinned e
 ``MAX_SYSTEM`` samples. Later reads only fetch rows added since (by ``rowid``), so a
 dashboard that follows a long run from another kernel refreshes in milliseconds, and the
 in-memory series stay bounded by the same min/max compaction a live session uses.
+
+A damaged or crafted file is read as far as it can be: rows of the wrong type are skipped
+(SQLite stores any type in any column), every ``.npy`` is checked against the bytes it
+holds before anything is allocated, sampled rows are bounded by :data:`MAX_CELLS`, and
+what was skipped is kept in :attr:`RunReader.damage` (table -> what was wrong).
 """
 
 from __future__ import annotations
@@ -16,15 +21,21 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VizdebugError
 from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, Series
-from .schema import from_npy
+from .schema import DamagedRun, from_npy
 
 MAX_POINTS = 20_000  # points per metric for the rules and the dashboard (as a live session)
 MAX_SAMPLES = 4000   # sampled rows per kind (evenly thinned, non-finite kept)
 MAX_SYSTEM = 3600    # system samples (an hour at 1 Hz, as a live session)
 FETCH = 100_000      # rows per fetch while reading increments
+MAX_CELLS = 1 << 25  # sampled values held per kind (rows x width x fields; 256 MB)
+MAX_WIDTH = 100_000  # modules or parameters in one sampled row
 FIELDS = {"activations": len(ACTIVATION_FIELDS), "grads": len(GRAD_FIELDS)}
+# rows whose columns hold what the writer writes (a crafted file may hold anything)
+VALID_SCALAR = ("typeof(step)='integer' AND typeof(name)='text' AND typeof(time) IN "
+                "('real','integer') AND typeof(value) IN ('real','integer','null')")
+VALID_SYSTEM = " AND ".join(f"typeof({c}) IN ('real','integer','null')"
+                            for c in ("time", "cpu_percent", "rss_mb", "gpu_mb"))
 
 
 def thin_rows(steps: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,15 +75,23 @@ class RunReader:
         self.sample_rowid = 0
         self.system = np.empty((0, 4))
         self.system_rowid = 0
+        self.damage: dict[str, str] = {}  # table -> what could not be read
 
     def update(self, conn: sqlite3.Connection, widths: dict[str, int]) -> None:
         """Read the rows added since the last update, in one read transaction (a
-        consistent snapshot even while the writer commits)."""
+        consistent snapshot even while the writer commits); a damaged table is noted in
+        :attr:`damage` and the others are still read."""
         conn.execute("BEGIN")
         try:
-            self._scalars(conn)
-            self._samples(conn, widths)
-            self._system(conn)
+            for table, part in (("scalars", lambda: self._scalars(conn)),
+                                ("samples", lambda: self._samples(conn, widths)),
+                                ("system", lambda: self._system(conn))):
+                try:
+                    part()
+                except DamagedRun as exc:
+                    self.damage.setdefault(exc.table, str(exc))
+                except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                    self.damage.setdefault(table, f"table {table!r}: {exc}")
         finally:
             conn.execute("COMMIT")
 
@@ -87,11 +106,17 @@ class RunReader:
         top = conn.execute("SELECT max(rowid) FROM scalars").fetchone()[0] or 0
         if top <= self.scalar_rowid:
             return
+        bad = conn.execute(f"SELECT count(*) FROM scalars WHERE rowid > ? AND rowid <= ? AND "
+                           f"NOT ({VALID_SCALAR})", (self.scalar_rowid, top)).fetchone()[0]
+        if bad:
+            self.damage.setdefault("scalars", f"table 'scalars': {bad} rows hold values of "
+                                              "the wrong type (skipped)")
         if self.scalar_rowid == 0:
             self._first_scalars(conn, top)
         else:
             cursor = conn.execute("SELECT name, step, value, time FROM scalars WHERE rowid > ? "
-                                  "AND rowid <= ? ORDER BY rowid", (self.scalar_rowid, top))
+                                  f"AND rowid <= ? AND {VALID_SCALAR} ORDER BY rowid",
+                                  (self.scalar_rowid, top))
             while rows := cursor.fetchmany(FETCH):
                 by_name: dict[str, list[tuple]] = {}
                 for name, *rest in rows:
@@ -102,23 +127,25 @@ class RunReader:
 
     def _first_scalars(self, conn: sqlite3.Connection, top: int) -> None:
         names = conn.execute(
-            "SELECT name, count(*), min(step), max(step) FROM scalars WHERE rowid <= ? "
-            "GROUP BY name ORDER BY min(rowid)", (top,)).fetchall()
+            f"SELECT name, count(*), min(step), max(step) FROM scalars WHERE rowid <= ? AND "
+            f"{VALID_SCALAR} GROUP BY name ORDER BY min(rowid)", (top,)).fetchall()
         for name, n, lo, hi in names:
             if n <= MAX_POINTS:
                 rows = conn.execute("SELECT step, value, time FROM scalars WHERE name=? AND "
-                                    "rowid <= ? ORDER BY step, rowid", (name, top)).fetchall()
+                                    f"rowid <= ? AND {VALID_SCALAR} ORDER BY step, rowid",
+                                    (name, top)).fetchall()
             else:
                 width = max(1, -(-(hi - lo + 1) // (MAX_POINTS // 2)))
                 rows = []
                 for agg in ("min", "max"):
                     rows += conn.execute(
                         f"SELECT step, {agg}(value), time FROM scalars WHERE name=? AND rowid "
-                        "<= ? AND value IS NOT NULL GROUP BY (step - ?) / ?",
+                        f"<= ? AND value IS NOT NULL AND {VALID_SCALAR} GROUP BY (step - ?) / ?",
                         (name, top, lo, width)).fetchall()
                 rows += conn.execute(
                     "SELECT step, value, time FROM scalars WHERE name=? AND rowid <= ? AND "
-                    "value IS NULL ORDER BY step LIMIT ?", (name, top, MAX_POINTS // 10)).fetchall()
+                    f"value IS NULL AND {VALID_SCALAR} ORDER BY step LIMIT ?",
+                    (name, top, MAX_POINTS // 10)).fetchall()
                 rows = sorted(set(rows), key=lambda r: r[0])
             self._series_for(name).extend(*_columns(rows))
 
@@ -133,41 +160,70 @@ class RunReader:
 
     # -- sampled statistics -------------------------------------------------------------------
     def _samples(self, conn: sqlite3.Connection, widths: dict[str, int]) -> None:
-        rows = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid > ? "
-                            "ORDER BY rowid", (self.sample_rowid,)).fetchall()
-        new: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-        for rowid, kind, steps_blob, rows_blob in rows:
+        cursor = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid > ? "
+                              "ORDER BY rowid", (self.sample_rowid,))
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in FIELDS}
+        cells = dict.fromkeys(FIELDS, 0)
+        for rowid, kind, steps_blob, rows_blob in cursor:  # one chunk at a time: bounded
+            self.sample_rowid = max(self.sample_rowid, rowid)
             if kind not in FIELDS:
                 continue
-            steps = from_npy(steps_blob, f"{kind} steps").astype(np.int64)
-            block = from_npy(rows_blob, f"{kind} rows")
-            if block.ndim != 3 or block.shape[0] != steps.shape[0]:
-                raise VizdebugError(f"the stored {kind} rows have shape {block.shape} for "
-                                    f"{steps.shape[0]} steps; the run file is damaged")
-            new.setdefault(kind, []).append((steps, block))
-            self.sample_rowid = max(self.sample_rowid, rowid)
-        for kind, fields in FIELDS.items():
-            old_steps, old_rows = self.samples.get(
-                kind, (np.empty(0, np.int64), np.empty((0, 0, fields))))
-            parts = new.get(kind, [])
-            if not parts and kind in self.samples:
+            try:
+                steps, block = _sample_block(kind, steps_blob, rows_blob)
+            except DamagedRun as exc:
+                self.damage.setdefault("samples", f"{exc} (rowid {rowid}; skipped)")
                 continue
-            blocks = [old_rows] + [b for _, b in parts]
-            width = max([widths.get(kind, 0)] + [b.shape[1] for b in blocks])
-            padded = np.concatenate([_pad(b, width, fields) for b in blocks])
-            steps = np.concatenate([old_steps] + [s for s, _ in parts])
-            self.samples[kind] = thin_rows(steps, padded, MAX_SAMPLES)
+            parts[kind].append((steps, block))
+            cells[kind] += block.shape[0] * max(block.shape[1], widths.get(kind, 0)) * FIELDS[kind]
+            if cells[kind] > MAX_CELLS or sum(s.size for s, _ in parts[kind]) > MAX_SAMPLES:
+                self._merge(kind, parts[kind], widths)
+                parts[kind], cells[kind] = [], 0
+        for kind, new in parts.items():
+            if new or kind not in self.samples:
+                self._merge(kind, new, widths)
+
+    def _merge(self, kind: str, parts: list[tuple[np.ndarray, np.ndarray]],
+               widths: dict[str, int]) -> None:
+        """Join new blocks to what is held, padded to one width, thinned to the rows that
+        :data:`MAX_CELLS` allows at that width."""
+        fields = FIELDS[kind]
+        held = self.samples.get(kind, (np.empty(0, np.int64), np.empty((0, 0, fields))))
+        pairs = [held, *parts]
+        width = max([min(widths.get(kind, 0), MAX_WIDTH)] + [b.shape[1] for _, b in pairs])
+        limit = max(2, min(MAX_SAMPLES, MAX_CELLS // max(1, width * fields)))
+        if sum(s.size for s, _ in pairs) > 2 * limit:  # never pad more than the cap allows
+            pairs = [thin_rows(s, b, limit) for s, b in pairs]
+        steps = np.concatenate([s for s, _ in pairs])
+        padded = np.concatenate([_pad(b, width, fields) for _, b in pairs])
+        self.samples[kind] = thin_rows(steps, padded, limit)
 
     # -- system -------------------------------------------------------------------------------
     def _system(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
             "SELECT rowid, time, cpu_percent, rss_mb, gpu_mb FROM system WHERE rowid > ? "
-            "ORDER BY rowid DESC LIMIT ?", (self.system_rowid, MAX_SYSTEM)).fetchall()
+            f"AND {VALID_SYSTEM} ORDER BY rowid DESC LIMIT ?",
+            (self.system_rowid, MAX_SYSTEM)).fetchall()
         if not rows:
             return
         self.system_rowid = rows[0][0]
-        new = np.asarray([r[1:] for r in reversed(rows)], dtype=float).reshape(-1, 4)
+        new = np.asarray([[np.nan if v is None else v for v in r[1:]] for r in reversed(rows)],
+                         dtype=float).reshape(-1, 4)
         self.system = np.concatenate([self.system, new])[-MAX_SYSTEM:]
+
+
+def _sample_block(kind: str, steps_blob: Any, rows_blob: Any) -> tuple[np.ndarray, np.ndarray]:
+    """One stored chunk of sampled rows, checked: ``(steps, rows)``."""
+    steps = from_npy(steps_blob, f"{kind} steps", "samples")
+    block = from_npy(rows_blob, f"{kind} rows", "samples")
+    fields = FIELDS[kind]
+    if steps.ndim != 1 or steps.dtype.kind not in "iu":
+        raise DamagedRun("samples", f"the stored {kind} steps are {steps.dtype} of shape "
+                                    f"{steps.shape}; expected one integer per row")
+    if (block.ndim != 3 or block.shape[0] != steps.shape[0] or block.shape[2] != fields
+            or block.shape[1] > MAX_WIDTH):
+        raise DamagedRun("samples", f"the stored {kind} rows have shape {block.shape} for "
+                                    f"{steps.shape[0]} steps ({fields} fields each)")
+    return steps.astype(np.int64), block
 
 
 def _pad(block: np.ndarray, width: int, fields: int) -> np.ndarray:
@@ -181,7 +237,10 @@ def _pad(block: np.ndarray, width: int, fields: int) -> np.ndarray:
 
 def loader_record(blobs: dict[str, Any], arrays: list[tuple[str, bytes]]) -> dict[str, Any]:
     """The loader record: the JSON part plus its ``loader.<key>`` arrays."""
-    record = dict(blobs.get("loader") or {})
+    record = blobs.get("loader") or {}
+    if not isinstance(record, dict):
+        raise DamagedRun("blobs", "the stored loader record is not a mapping")
+    record = dict(record)
     if record:
         for name, data in arrays:
             record[name.split(".", 1)[1]] = from_npy(data, name)

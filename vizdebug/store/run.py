@@ -5,6 +5,12 @@ A :class:`Run` answers like a Session: ``scalars()``, ``findings()``, ``dashboar
 again whenever the writer has written since (the dashboard of a run that is still going
 follows it live). Nothing is unpickled: arrays are ``.npy`` read with
 ``allow_pickle=False``, the rest is JSON.
+
+A run file is untrusted input. What cannot be read (a damaged page, a crafted value, a
+``.npy`` header claiming more than the file holds) gives a :class:`VizdebugError` that names
+the file and the table when you ask for that table (``scalars()``,
+``captured_batches()``); ``records()``, ``findings()`` and the dashboard show everything
+else and report the damage as a ``collector-error`` finding.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import platform
 import sqlite3
 import threading
 import time
@@ -26,13 +33,26 @@ from ..analysis.training import diagnose
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
 from ..records import TrainingRecords
+from .claim import LockProbe
 from .reader import RunReader, loader_record
-from .schema import FORMAT, FORMAT_VERSION, from_json, from_npy, is_run_file, rank_path
+from .sanitize import MAX_WORLD, clean_errors, clean_events, clean_loader, clean_meta
+from .schema import (
+    FORMAT,
+    FORMAT_VERSION,
+    DamagedRun,
+    from_json,
+    from_npy,
+    is_run_file,
+    rank_path,
+    ro_uri,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-STALE_AFTER = 5.0   # heartbeats missed before a "running" run counts as interrupted
+STALE_AFTER = 5.0   # write intervals without a heartbeat before a "running" run whose
+#                     writer's liveness cannot be asked (no file lock) counts as interrupted
+HUNG_AFTER = 30.0   # seconds without a heartbeat before a writer that is alive counts as hung
 
 
 def _resolve(path: object) -> Path:
@@ -82,55 +102,86 @@ class Run(Viewable):
         self._records: TrainingRecords | None = None
         self._reader = RunReader()
         self._created: Any = None
+        self._probe = LockProbe(path)
+        self.damage: dict[str, str] = {}  # table -> what could not be read
         self.meta: dict[str, Any] = {}
         self._read_meta()
-        if self.meta.get("format") != FORMAT or int(self.meta.get("format_version", 0)) > FORMAT_VERSION:
+        version = self.meta.get("format_version", 0)
+        if self.meta.get("format") != FORMAT or not isinstance(version, int) or version > FORMAT_VERSION:
             raise VizdebugError(
                 f"{str(path)!r} was written by a newer vizdebug (format "
-                f"{self.meta.get('format_version')}); upgrade vizdebug to read it")
+                f"{str(version)[:40]}); upgrade vizdebug to read it")
         self.system = _SystemArray(np.empty((0, 4)))
         self.title = f"Stored run {path.name}"
 
     # -- the file -------------------------------------------------------------------------
+    def _damaged(self, table: str, detail: object) -> VizdebugError:
+        return VizdebugError(f"the run file {str(self.path)!r} is damaged in table "
+                             f"{table!r}: {detail}")
+
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """A read-only connection; SQLite errors become clear vizdebug errors."""
+    def _reading(self, table: str) -> Iterator[sqlite3.Connection]:
+        """A read-only connection; SQLite errors become clear vizdebug errors that name
+        the file and ``table``."""
         try:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10.0)
+            conn = sqlite3.connect(ro_uri(self.path), uri=True, timeout=2.0)
             conn.execute("PRAGMA query_only=1")
         except sqlite3.Error as exc:
             raise VizdebugError(f"cannot read the run file {str(self.path)!r}: {exc}") from None
         try:
             yield conn
         except sqlite3.DatabaseError as exc:
-            raise VizdebugError(f"the run file {str(self.path)!r} is damaged: {exc}") from None
+            raise self._damaged(table, exc) from None
+        except DamagedRun as exc:
+            raise self._damaged(exc.table, str(exc).split(": ", 1)[-1]) from None
         finally:
             conn.close()
 
-    def _query(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._reading() as conn:
+    def _query(self, sql: str, args: tuple = (), table: str = "blobs") -> list[tuple]:
+        with self._reading(table) as conn:
             return conn.execute(sql, args).fetchall()
 
     def _read_meta(self) -> None:
-        self.meta = {k: from_json(v, f"setting {k!r}") for k, v in
-                     self._query("SELECT key, value FROM meta")}
+        meta = {}
+        for key, value in self._query("SELECT key, value FROM meta LIMIT 10000", table="meta"):
+            try:
+                meta[str(key)] = from_json(value, f"setting {key!r}", "meta")
+            except DamagedRun as exc:
+                self.damage.setdefault("meta", str(exc))
+        self.meta, problems = clean_meta(meta)
+        if problems:
+            self.damage.setdefault("meta", "table 'meta': unusable settings " + ", ".join(
+                p[:80] for p in problems[:5]))
         self._meta_at = time.monotonic()
 
     # -- state -------------------------------------------------------------------------------
     @property
     def state(self) -> str:
         """``running``, ``closed``, ``ended`` (the script exited without ``close()``),
-        ``failed``, or ``interrupted`` (no heartbeat: the process died or hangs)."""
+        ``failed``, or ``interrupted`` (the writer died: its lock on the file is gone, or,
+        where that cannot be asked, no heartbeat for a while; or it hangs)."""
         if self.meta.get("state") == "running" and time.monotonic() - self._meta_at > 1.0:
             with contextlib.suppress(VizdebugError):  # a running run: at most 1 s stale
                 self._read_meta()
-        state = str(self.meta.get("state", "running"))
-        if state == "running":
-            interval = float(self.meta.get("interval") or 2.0)
-            age = time.time() - float(self.meta.get("heartbeat") or 0.0)
-            if age > STALE_AFTER * interval + 1.0:
-                return "interrupted"
-        return state
+        state = str(self.meta.get("state", "running"))[:40]
+        if state != "running":
+            return state
+        alive = self._writer_alive()
+        if alive is False:
+            with contextlib.suppress(VizdebugError):  # it may have just closed
+                self._read_meta()
+            state = str(self.meta.get("state", "running"))[:40]
+            return "interrupted" if state == "running" else state
+        age = time.time() - (self.meta.get("heartbeat") or 0.0)
+        stale = HUNG_AFTER if alive else STALE_AFTER * (self.meta.get("interval") or 2.0) + 1.0
+        return "interrupted" if age > stale else "running"
+
+    def _writer_alive(self) -> bool | None:
+        """Whether the writer holds its lock; None when that cannot tell (an older file,
+        another machine, a file system without locks)."""
+        if self.meta.get("locked") is not True or self.meta.get("host") != platform.node():
+            return None
+        return self._probe.writer_alive()
 
     @property
     def closed(self) -> bool:
@@ -141,7 +192,7 @@ class Run(Viewable):
     def failed(self) -> str | None:
         """Why the run failed (an exception in ``with watch(...)``), or its interruption."""
         if self.meta.get("failed"):
-            return str(self.meta["failed"])
+            return str(self.meta["failed"])[:4000]
         if self.state == "interrupted":
             return f"no write since {time.ctime(float(self.meta.get('heartbeat') or 0))}"
         return None
@@ -164,52 +215,70 @@ class Run(Viewable):
                 created = self.meta.get("created")
                 if created != self._created:  # a new run replaced the file (a re-run cell)
                     self._reader, self._created = RunReader(), created
+                    self.damage = {}
                 self._records = self._load()
                 self._cache_key = key
             return self._records
 
     def _load(self) -> TrainingRecords:
         meta = self.meta
-        widths = {"activations": len(meta.get("module_paths", [])),
-                  "grads": len(meta.get("param_paths", []))}
-        with self._reading() as conn:
+        widths = {"activations": len(meta["module_paths"]), "grads": len(meta["param_paths"])}
+        with self._reading("scalars") as conn:
             self._reader.update(conn, widths)
         reader = self._reader
+        self.damage.update(reader.damage)
         blobs = self._blobs("events", "errors", "loader")
-        loader = loader_record(blobs, self._query(
-            "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))
         self.system = _SystemArray(reader.system)
         act_steps, acts = reader.samples["activations"]
         grad_steps, grads = reader.samples["grads"]
         return TrainingRecords(
             scalars={name: (s, v) for name, (s, v, _) in reader.scalars().items()},
-            module_paths=list(meta.get("module_paths", [])),
-            module_classes=list(meta.get("module_classes", [])), act_steps=act_steps,
-            activations=acts, param_paths=list(meta.get("param_paths", [])),
-            param_numel=list(meta.get("param_numel", [])), grad_steps=grad_steps, grads=grads,
-            events=list(blobs.get("events") or []), loader=loader,
-            errors=[tuple(e) for e in blobs.get("errors") or []],
-            every=meta.get("every", 1),
+            module_paths=list(meta["module_paths"]), module_classes=list(meta["module_classes"]),
+            act_steps=act_steps, activations=acts, param_paths=list(meta["param_paths"]),
+            param_numel=list(meta["param_numel"]), grad_steps=grad_steps, grads=grads,
+            events=self._part(clean_events, blobs.get("events")),
+            loader=self._part(lambda b: clean_loader(loader_record(b, self._query(
+                "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or {},
+            errors=self._part(clean_errors, blobs.get("errors")), every=meta["every"],
         )
+
+    def _part(self, read: Any, value: Any) -> Any:
+        """``read(value)``, or an empty part when it is damaged (the damage is noted)."""
+        try:
+            return read(value)
+        except DamagedRun as exc:
+            self.damage.setdefault(exc.table, str(exc))
+            return []
 
     def _blobs(self, *names: str) -> dict[str, Any]:
         marks = ",".join("?" * len(names))
         rows = self._query(f"SELECT name, kind, data FROM blobs WHERE name IN ({marks})", names)
         out = {}
         for name, kind, data in rows:
-            out[name] = from_json(data, name) if kind == "json" else from_npy(data, name)
+            try:
+                out[name] = from_json(data, name) if kind == "json" else from_npy(data, name)
+            except DamagedRun as exc:
+                self.damage.setdefault(exc.table, str(exc))
         return out
 
     def findings(self) -> Findings:
         """The diagnosis of the stored run (the same rules as a live session), plus a note
-        when the run was interrupted."""
+        when the run was interrupted or its file is damaged."""
         return Findings([*diagnose(self.records()), *self.state_findings()])
 
     def state_findings(self) -> list[Finding]:
-        """``run-interrupted`` when the writer stopped without closing, else nothing."""
+        """``run-interrupted`` when the writer stopped without closing, and a
+        ``collector-error`` for each damaged table of the file."""
+        out = [Finding(
+            "collector-error", "warning",
+            f"the run file {self.path.name} is damaged: {detail[:600]}; everything else in "
+            "it is shown", where=f"{self.path} (table {table})",
+            hint="The file was changed after vizdebug wrote it (a copy cut short, a disk "
+                 "error, an edit). Nothing in it is executed; keep the original if you can.",
+        ) for table, detail in sorted(self.damage.items())]
         if self.state != "interrupted":
-            return []
-        return [Finding(
+            return out
+        return [*out, Finding(
             "run-interrupted", "warning",
             f"the run stopped writing without closing: {self.failed}; the last stored "
             f"step is {self.last_step}",
@@ -223,7 +292,11 @@ class Run(Viewable):
     @property
     def last_step(self) -> int:
         """The highest step with a logged scalar (-1 when nothing was logged)."""
-        row = self._query("SELECT max(step) FROM scalars")
+        try:
+            row = self._query("SELECT max(step) FROM scalars WHERE typeof(step)='integer'",
+                              table="scalars")
+        except VizdebugError:
+            return -1
         return int(row[0][0]) if row and row[0][0] is not None else -1
 
     def scalars(self) -> pd.DataFrame:
@@ -233,11 +306,16 @@ class Run(Viewable):
 
         frames = []
         for run in [self, *self.rank_runs()]:
-            rows = run._query("SELECT step, name, value, time FROM scalars ORDER BY step, rowid")
+            rows = run._query("SELECT step, name, value, time FROM scalars ORDER BY step, rowid",
+                              table="scalars")
             df = pd.DataFrame(rows, columns=["step", "name", "value", "time"])
-            df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
-            df["step"] = df["step"].astype("int64")
-            df["time"] = df["time"].astype(float)
+            try:
+                df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
+                df["step"] = df["step"].astype("int64")
+                df["time"] = df["time"].astype(float)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise run._damaged("scalars", f"a column holds values of the wrong type "
+                                              f"({exc})") from None
             df["rank"] = int(run.meta.get("rank", 0))
             frames.append(df)
         df = pd.concat(frames, ignore_index=True)
@@ -249,7 +327,7 @@ class Run(Viewable):
         if int(self.meta.get("rank", 0)) != 0 or world <= 1:
             return []
         out = []
-        for k in range(1, world):
+        for k in range(1, min(world, MAX_WORLD)):
             other = rank_path(self.path, k)
             if other.exists() and is_run_file(other):
                 out.append(Run(other))
@@ -261,12 +339,18 @@ class Run(Viewable):
         rows = self._query("SELECT name, data FROM blobs WHERE name LIKE 'batch.%'")
         order: dict[str, int] = {}
         parts: dict[str, dict[int, np.ndarray]] = {}
-        for name, data in rows:
-            bits = name.split(".")
-            if len(bits) == 2:
-                order[bits[1]] = int(from_json(data, name).get("order", 0))
-            elif len(bits) == 3:
-                parts.setdefault(bits[1], {})[int(bits[2])] = from_npy(data, name)
+        try:
+            for name, data in rows:
+                bits = str(name).split(".")
+                if len(bits) == 2:
+                    slot = from_json(data, name)
+                    order[bits[1]] = int(slot.get("order", 0) if isinstance(slot, dict) else "?")
+                elif len(bits) == 3:
+                    parts.setdefault(bits[1], {})[int(bits[2])] = from_npy(data, name)
+        except DamagedRun as exc:
+            raise self._damaged(exc.table, str(exc).split(": ", 1)[-1]) from None
+        except (ValueError, TypeError) as exc:
+            raise self._damaged("blobs", f"a captured batch is not one ({exc})") from None
         slots = sorted((s for s in parts if s in order), key=order.__getitem__)
         return [tuple(parts[s][i] for i in sorted(parts[s])) for s in slots]
 
@@ -277,7 +361,7 @@ class Run(Viewable):
 
     def __repr__(self) -> str:
         return (f"<vizdebug Run {self.path.name}: {self.state}, last step {self.last_step}, "
-                f"{len(self.meta.get('module_paths', []))} modules, rank "
+                f"{len(self.meta['module_paths'])} modules, rank "
                 f"{self.meta.get('rank', 0)} of {self.meta.get('world_size', 1)}>")
 
 

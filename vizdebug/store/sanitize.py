@@ -1,0 +1,121 @@
+"""What a run file's JSON parts must look like before the rules and views see them.
+
+A run file may come from anywhere (a crashed job, a colleague, an attacker): every value
+read from it is checked here against the shape the writer gives it. A part that does not
+fit is left out and named (``(table, what was wrong)``), so the rest of the run is still
+shown and the damage is reported instead of surfacing later as a ``TypeError`` deep in a
+rule or a view.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from ..findings import CODES
+from .schema import DamagedRun
+
+MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
+_EVENT_TEXT = ("kind", "module_path", "module_class", "message")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _strings(meta: dict[str, Any], key: str, problems: list[str]) -> list[str]:
+    value = meta.get(key, [])
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    problems.append(f"{key} is not a list of names")
+    return []
+
+
+def clean_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``meta`` with every setting the reader uses of the right type (a wrong one is
+    replaced by its default and named)."""
+    problems: list[str] = []
+    out = dict(meta)
+    for key in ("module_paths", "module_classes", "param_paths"):
+        out[key] = _strings(meta, key, problems)
+    numel = meta.get("param_numel", [])
+    if not (isinstance(numel, list) and all(_is_int(n) and n >= 0 for n in numel)):
+        problems.append("param_numel is not a list of counts")
+        numel = []
+    out["param_numel"] = numel
+    if len(out["module_classes"]) != len(out["module_paths"]):
+        out["module_classes"] = (out["module_classes"] + ["?"] * len(out["module_paths"])
+                                 )[:len(out["module_paths"])]
+    defaults = {"every": 1, "rank": 0, "world_size": 1}
+    for key, default in defaults.items():
+        value = meta.get(key, default)
+        ok = (_is_int(value) and value >= 0) or (key == "every" and value == "auto")
+        if not ok or (key == "world_size" and not 1 <= value <= MAX_WORLD):
+            problems.append(f"{key}={value!r}")
+            value = default
+        out[key] = value
+    for key in ("interval", "heartbeat", "created"):
+        value = meta.get(key)
+        if value is not None and not (_is_number(value) and math.isfinite(value)):
+            problems.append(f"{key}={value!r}")
+            out[key] = None
+    if out.get("interval") is not None and out["interval"] <= 0:
+        out["interval"] = None
+    return out, problems
+
+
+def clean_events(value: Any) -> list[dict[str, Any]]:
+    """Anomaly events as the rules read them."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DamagedRun("blobs", "the stored events are not a list")
+    for ev in value:
+        ok = (isinstance(ev, dict) and all(isinstance(ev.get(k), str) for k in _EVENT_TEXT)
+              and ev["kind"] in CODES and _is_int(ev.get("step"))
+              and isinstance(ev.get("detail", {}), dict))
+        if not ok:
+            raise DamagedRun("blobs", f"a stored event is not an event: {str(ev)[:200]}")
+    return value
+
+
+def clean_errors(value: Any) -> list[tuple[str, str, int]]:
+    """Collector errors: ``(where, message, count)``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+            isinstance(e, list) and len(e) == 3 and isinstance(e[0], str)
+            and isinstance(e[1], str) and _is_int(e[2]) for e in value):
+        raise DamagedRun("blobs", "the stored collector errors are not (where, message, "
+                                  "count) triples")
+    return [tuple(e) for e in value]
+
+
+_LOADER_KINDS = {"wait": 1, "compute": 1, "batch_steps": 1, "batch_stats": 2}
+
+
+def clean_loader(record: dict[str, Any]) -> dict[str, Any]:
+    """The loader tap's record as the rules and the dashboard read it."""
+    if not record:
+        return {}
+    for key, ndim in _LOADER_KINDS.items():
+        value = record.get(key)
+        if value is not None and not (isinstance(value, np.ndarray) and value.ndim == ndim):
+            raise DamagedRun("blobs", f"the stored loader {key} is not a {ndim}-d array")
+    for key in ("total_wait", "total_compute", "batches"):
+        if not _is_number(record.get(key, 0)):
+            raise DamagedRun("blobs", f"the stored loader {key} is not a number")
+    bad = record.get("nonfinite_batches", [])
+    if not (isinstance(bad, list) and all(_is_int(b) for b in bad)):
+        raise DamagedRun("blobs", "the stored loader nonfinite_batches are not steps")
+    for key in ("shapes", "dtypes"):
+        if not isinstance(record.get(key, {}), dict):
+            raise DamagedRun("blobs", f"the stored loader {key} is not a mapping")
+    return record
