@@ -130,3 +130,58 @@ def test_tabular_batches_show_as_tables():
     assert "vd-tabular" in html and "&lt;b&gt;name&lt;/b&gt;" in html
     assert "<b>name</b>" not in html
     assert vd.show_batch(np.random.rand(10, 4)).pages[0].html.count("<tr>") == 10 + 1 + 4 + 1
+
+
+# -- issue 10: inputs that used to raise raw internal errors --------------------------------
+
+def _meta():
+    return torch.empty(4, 3, 8, 8, device="meta")
+
+
+@pytest.mark.parametrize("make, pattern", [
+    (lambda: {"image": {"pixels": torch.rand(4, 3, 8, 8)}}, "dict with keys \\['pixels'\\]"),
+    (lambda: _meta(), "meta device"),
+])
+def test_unreadable_inputs_are_named(make, pattern):
+    with pytest.raises(VizdebugError, match=pattern):
+        vd.show_batch(make())
+    with pytest.raises(VizdebugError, match=pattern.split("\\[")[0].split(" with")[0]):
+        vd.check_batch(make())
+
+
+def test_an_iterable_of_numbers_is_not_a_batch():
+    import itertools
+
+    with pytest.raises(vd.errors.VizdebugTypeError, match="batch 0 of the count is int"):
+        vd.show_batch(itertools.count())
+    with pytest.raises(vd.errors.VizdebugTypeError, match="batch 0 of the set is int"):
+        vd.show_batch({1, 2})
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: x.to_sparse(),
+    lambda x: x._neg_view(),
+    lambda x: torch.conj(x),
+])
+def test_sparse_and_view_bit_tensors_read_as_their_values(make):
+    x = torch.rand(4, 1, 8, 8)
+    view = vd.show_batch(make(x))
+    assert view.pages[0].n_items == 4
+    plain = make(x).to_dense() if make(x).is_sparse else make(x).resolve_neg().resolve_conj()
+    assert vd.check_batch(make(x)).codes == vd.check_batch(plain.clone()).codes
+
+
+@pytest.mark.parametrize("mode", ["La", "LA", "RGBa", "PA", "CMYK", "I;16B", "YCbCr"])
+def test_pil_images_of_every_mode_are_drawn(mode):
+    img = Image.new(mode, (8, 6))
+    assert vd.show_batch(img).pages[0].n_items == 1
+    assert vd.show_batch([img, img]).pages[0].n_items == 2
+
+
+def test_three_channel_image_says_which_reading_was_chosen():
+    view = vd.show_batch(np.random.rand(3, 32, 32))
+    head = view.pages[0].html.split('class="vd-head"')[1].split("</div>")[0]
+    assert "read as one RGB image" in head and "layout=&#x27;NHW&#x27;" in head
+    grey = vd.show_batch(np.random.rand(3, 32, 32), layout="NHW")
+    assert grey.pages[0].n_items == 3
+    assert "read as one" not in vd.show_batch(np.random.rand(1, 32, 32)).pages[0].html

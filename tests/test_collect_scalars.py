@@ -64,6 +64,15 @@ def test_tensor_batches_of_mixed_dtypes_and_shapes_are_read_exactly():
     assert shapes.series("a")[1].tolist() == [1.0, 2.0, 1.0]
 
 
+class _OnDevice(torch.Tensor):
+    """A stand-in for a GPU tensor on a CPU-only machine (a meta tensor, which has no value
+    to read later, is refused at the call)."""
+
+    @property
+    def is_cpu(self) -> bool:
+        return False
+
+
 def test_a_cpu_tensor_is_read_at_once_and_a_device_tensor_is_kept_unread():
     log = ScalarLog(chunk=10_000)
     w = torch.tensor(0.1, requires_grad=True)
@@ -75,8 +84,8 @@ def test_a_cpu_tensor_is_read_at_once_and_a_device_tensor_is_kept_unread():
     pending = [v for _, _, v, _ in log._pending]
     assert all(type(v) in (float, int) for v in pending)  # nothing of a tensor is kept
     assert pending == [0.75, (w * 3).item(), 2**40 + 1, 0.10009765625, 1.5]
-    on_device = torch.empty((), device="meta")  # not the CPU: never read in log()
-    graph = torch.empty((), device="meta", requires_grad=True) * 2
+    on_device = torch.tensor(0.5).as_subclass(_OnDevice)  # not the CPU: never read in log()
+    graph = torch.tensor(0.5, requires_grad=True).as_subclass(_OnDevice) * 2
     log.log(acc=on_device)
     log.log(acc=graph)
     assert log._pending[-2][2] is on_device  # no new tensor object per call
@@ -154,3 +163,65 @@ def test_series_compaction_halves_and_keeps_order():
     s.extend(np.arange(20), np.arange(20.0), np.zeros(20))
     step, value, _ = s.arrays()
     assert step.size <= 8 and np.all(np.diff(step) > 0) and step[-1] == 19
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    ({"loss": 10**400}, "loss=.*int of 1329 bits.*does not fit in a float"),
+    ({"loss": torch.empty((), device="meta")}, "loss=.*meta tensor"),
+    ({"step": 2**70, "loss": 1.0}, "step=an int of 71 bits is out of range"),
+    ({"step": 1.5, "loss": 1.0}, "step must be an int or None, got float"),
+    ({"loss": np.zeros(3)}, "loss=.*shape \\(3,\\).*reduce it first"),
+    ({"loss": object()}, "loss=.*takes a number"),
+])
+def test_a_value_that_could_not_be_stored_later_is_refused_at_the_call(kwargs, pattern):
+    """Issue 10 item 1: accepted values never crash a later log() (which used to raise
+    OverflowError from the pending chunk and lose it); a refused call logs nothing."""
+    log = ScalarLog(chunk=4)
+    log.log(loss=0.5)
+    with pytest.raises(VizdebugError, match=pattern):
+        log.log(**kwargs)
+    for _ in range(10):
+        log.log(loss=0.25)  # the chunk resolves: nothing raises, nothing is lost
+    steps, values, _ = log.series("loss")
+    assert steps.tolist() == list(range(11)) and values[0] == 0.5
+
+
+def test_numbers_of_every_kind_that_fit_are_accepted():
+    log = ScalarLog(chunk=3)
+    from fractions import Fraction
+
+    for value in (np.array([1.0]), np.array([[2]]), np.float32(3), Fraction(1, 4), True, 2**900,
+                  float("inf"), np.uint64(2**64 - 1)):
+        log.log(loss=value)
+    log.log(step=np.int64(20), loss=1.0)
+    log.log(step=torch.tensor(21), loss=1.0)
+    steps, values, _ = log.series("loss")
+    assert values[:4].tolist() == [1.0, 2.0, 3.0, 0.25] and values[5] == 2.0**900
+    assert steps[-2:].tolist() == [20, 21]
+
+
+def test_a_value_that_cannot_be_read_any_more_loses_only_itself():
+    log = ScalarLog(chunk=10_000)
+    log.log(loss=1.0)
+    log._pending.append((1, "loss", torch.empty((), device="meta"), 0.0))  # unreadable now
+    log.log(loss=3.0)
+    _, values, _ = log.series("loss")
+    assert values[0] == 1.0 and np.isnan(values[1]) and values[2] == 3.0
+
+
+def test_many_distinct_metric_names_stay_fast():
+    import time
+
+    import torch.nn as nn
+
+    import vizdebug as vd
+
+    session = vd.watch(nn.Linear(2, 2))
+    start = time.perf_counter()
+    for i in range(5000):
+        session.log(**{f"m{i}": float(i)})
+    frame = session.scalars()
+    session.close()
+    assert len(frame) == 5000 and set(frame.columns) == {"step", "name", "value", "time", "rank"}
+    assert frame.loc[frame["name"] == "m4999", "value"].item() == 4999.0
+    assert time.perf_counter() - start < 5  # was O(names^2) in log() and a frame per name

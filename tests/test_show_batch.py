@@ -158,3 +158,48 @@ def test_loader_with_worker_processes(digits_std):
     view = vd.show_batch(loader).next()
     assert [p.n_items for p in view.pages] == [64, 64]
     assert view.findings.at_least("warning") == []
+
+
+# -- issue 10: thin images, classes, tables with repeated names, report arguments -------------
+
+@pytest.mark.parametrize("shape", [(4, 1, 200), (2, 1, 1, 300), (2, 1, 300, 1), (1, 1, 1, 1),
+                                   (2, 3, 1, 1), (2, 1, 2, 1000)])
+def test_thin_images_and_strips_are_drawn_visibly(shape):
+    import re
+
+    html = vd.show_batch(np.random.rand(*shape)).pages[0].html
+    sizes = [(int(w), int(h)) for w, h in re.findall(r'<img[^>]* width="(\d+)" height="(\d+)"', html)]
+    assert sizes and all(min(s) >= 4 and max(s) <= 128 for s in sizes)
+
+
+@pytest.mark.parametrize("classes", [5, "cat", 2.5, object()])
+def test_classes_of_the_wrong_kind_are_refused_by_name(classes):
+    with pytest.raises(vd.errors.VizdebugTypeError, match="classes must be a list"):
+        vd.show_batch((torch.rand(4, 3, 8, 8), torch.arange(4)), classes=classes)
+
+
+def test_classes_as_any_sequence_or_mapping():
+    x, y = torch.rand(4, 3, 8, 8), torch.arange(4)
+    for classes in (("a", "b", "c", "d"), np.array(["a", "b", "c", "d"]), range(4), {0: "a"}):
+        assert vd.show_batch((x, y), classes=classes).pages[0].n_items == 4
+
+
+def test_table_with_repeated_column_names():
+    import pandas as pd
+
+    frame = pd.DataFrame(np.random.rand(5, 3), columns=["a", "a", EVIL])
+    html = vd.show_batch(frame).pages[0].html
+    assert html.count("<td>a</td>") == 2 and EVIL not in html
+    assert vd.check_batch(frame).codes == []
+
+
+def test_report_arguments_are_checked(tmp_path):
+    view = vd.show_batch(np.random.rand(4, 1, 8, 8))
+    with pytest.raises(vd.errors.VizdebugTypeError, match="needs a path"):
+        vd.report(view, None)
+    with pytest.raises(vd.errors.VizdebugTypeError, match="title must be a string"):
+        vd.report(view, tmp_path / "r.html", title=3)
+    out = vd.report(view, tmp_path / "r.html", title=None)
+    assert "<title>vizdebug report</title>" in out.read_text()
+    with pytest.raises(vd.VizdebugError, match="cannot write the report"):
+        vd.report(view, tmp_path / "r.html" / "below-a-file.html")

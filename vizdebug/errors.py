@@ -36,3 +36,18 @@ def describe(obj: object) -> str:
     if isinstance(obj, (list, tuple)):
         parts.append(f"length {len(obj)}")
     return ", ".join(parts)
+
+
+def short_repr(obj: object, limit: int = 60) -> str:
+    """``repr(obj)`` cut to ``limit`` characters, for messages; never raises (a huge int is
+    described by its size, a failing ``__repr__`` by the type).
+
+    >>> short_repr("x" * 100, 8), short_repr(10**400)
+    ("'xxxxxxx", 'an int of 1329 bits')
+    """
+    if isinstance(obj, int) and obj.bit_length() > 64:
+        return f"an int of {obj.bit_length()} bits"  # repr of a huge int is slow or refused
+    try:
+        return repr(obj)[:limit]
+    except Exception:
+        return f"<{type(obj).__name__} whose repr failed>"

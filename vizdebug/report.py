@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import os
 from pathlib import Path
 from typing import Any
 
-from .errors import VizdebugTypeError, describe
+from .errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from .findings import Finding, Findings, findings_html
 from .views._base import CSS, plotly_js
 
@@ -33,7 +34,8 @@ def _section(part: Any) -> tuple[str, bool]:
             bool(getattr(part, "uses_plotly", False)))
 
 
-def report(session_or_run: Any, path: str | Path, *, title: str = "vizdebug report") -> Path:
+def report(session_or_run: Any, path: str | os.PathLike, *,
+           title: str | None = "vizdebug report") -> Path:
     """Write one standalone HTML file with the views and findings of ``session_or_run``.
 
     ``session_or_run`` may be a Session, a Run, any view, Findings, or a list of those.
@@ -47,9 +49,11 @@ def report(session_or_run: Any, path: str | Path, *, title: str = "vizdebug repo
     >>> out.exists()
     True
     """
-    path = Path(path)
-    if path.suffix.lower() not in (".html", ".htm"):
-        raise VizdebugTypeError(f"report path should end in .html, got {str(path)!r}")
+    path = _html_path(path)
+    if title is None:
+        title = "vizdebug report"
+    if not isinstance(title, str):
+        raise VizdebugTypeError(f"title must be a string, got {describe(title)}: {short_repr(title)}")
     sections = [_section(p) for p in _parts(session_or_run)]
     body = "".join(s for s, _ in sections)
     head_js = plotly_js(once=False) if any(p for _, p in sections) else ""
@@ -63,6 +67,23 @@ def report(session_or_run: Any, path: str | Path, *, title: str = "vizdebug repo
         f"{head_js}</head><body class='vd-view'><h1>{html.escape(title)}</h1>"
         f"<p class='vd-note'>written by vizdebug on {stamp}</p>{body}</body></html>"
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise VizdebugError(f"cannot write the report to {str(path)!r}: {exc}") from exc
+    return path
+
+
+def _html_path(path: Any) -> Path:
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise VizdebugTypeError(
+            f"report() needs a path to write, e.g. report(view, 'report.html'); got "
+            f"{describe(path)}"
+        )
+    path = Path(path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise VizdebugTypeError(f"report path should end in .html, got {str(path)!r}")
     return path

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.arrays import to_numpy
 from ..data.batch import Batch, make_batch, unpack
-from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..findings import Finding, Findings, fmt_indices
 from .images import infer_scaling
 from .input_checks import image_findings, image_flags_for, label_balance
@@ -45,6 +45,15 @@ def _resolve(dataset: Any) -> Any:
     return dataset
 
 
+def _length(ds: Any) -> int:
+    try:
+        n = len(ds)
+    except Exception as exc:  # a __len__ that raises or returns a non-number
+        raise VizdebugTypeError(f"len() of {describe(ds)} failed: {type(exc).__name__}: "
+                                f"{str(exc)[:200]}") from None
+    return n
+
+
 class _Paired:
     def __init__(self, xs: Any, ys: Any) -> None:
         self.xs, self.ys = xs, ys
@@ -56,12 +65,22 @@ class _Paired:
         return self.xs[i], self.ys[i]
 
 
-def _indices(n: int, sample: int, seed: int) -> list[int]:
-    if sample <= 0:
-        raise VizdebugError(f"sample must be a positive number of items, got {sample}")
-    if n <= sample:
+def _indices(n: int, sample: int | None, seed: int) -> list[int]:
+    if sample is None or n <= sample:
         return list(range(n))
     return sorted(np.random.default_rng(seed).choice(n, size=sample, replace=False).tolist())
+
+
+def _check_sample(sample: Any, seed: Any) -> None:
+    for name, value, low in (("sample", sample, 1), ("seed", seed, 0)):
+        if value is None and name == "sample":
+            continue  # every item
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise VizdebugTypeError(
+                f"{name} must be a whole number{' or None (every item)' if low else ''}, "
+                f"got {describe(value)}: {short_repr(value)}")
+        if value < low:
+            raise VizdebugError(f"{name} must be {'a positive number' if low else 'at least 0'}, got {value}")
 
 
 def _read(ds: Any, i: int, scan: _Scan) -> None:
@@ -85,8 +104,9 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     scan.was_tensor |= type(x).__module__.startswith("torch")
     scan.xs[i] = arr
     scan.signatures[i] = (arr.shape, str(arr.dtype))
-    if y is not None:
-        scan.labels[i] = _label_value(y)
+    label = _label_value(y) if y is not None else None
+    if isinstance(label, (int, float, str, np.integer, np.floating)):
+        scan.labels[i] = label  # class ids; masks, multi-hot rows, target images have none
 
 
 def _label_value(y: Any) -> Any:
@@ -99,16 +119,20 @@ def _label_value(y: Any) -> Any:
     if len(flat) == 1:
         return flat[0].item()
     if len(shape) == 1 and len(flat) <= 1000:
-        values = to_numpy(flat, "a label")
+        try:
+            values = to_numpy(flat, "a label")
+        except VizdebugError:
+            return y
         if values.dtype.kind in "biuf" and np.isin(values, (0, 1)).all() and values.sum() == 1:
             return int(values.argmax())  # a one-hot target row
     return y
 
 
-def scan_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
+def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> Findings:
     """See :func:`vizdebug.check_dataset`."""
+    _check_sample(sample, seed)
     ds = _resolve(dataset)
-    n = len(ds)
+    n = _length(ds)
     if n == 0:
         raise VizdebugError("the dataset is empty (len 0): nothing to check")
     idx = _indices(n, sample, seed)
@@ -171,17 +195,30 @@ def _content_findings(scan: _Scan) -> list[Finding]:
         return []
     common = Counter(scan.signatures.values()).most_common(1)[0][0]
     keep = [i for i, s in scan.signatures.items() if s == common]
-    stacked = np.stack([scan.xs[i] for i in keep])
-    if stacked.ndim == 2 or stacked.dtype.kind not in "biuf":
-        return _table_nonfinite(stacked, keep)
+    stacked = _stack(scan, keep)
+    if stacked.ndim <= 2 or stacked.dtype.kind not in "biuf":
+        return _table_nonfinite(stacked.reshape(len(keep), -1), keep)
     try:
         canon = make_batch(stacked, layout="auto")
     except VizdebugError:
+        canon = None
+    if canon is None or canon.images is None:
         return _table_nonfinite(stacked.reshape(len(keep), -1), keep)
     canon = Batch(kind="image", items=canon.items, images=canon.images, layout=canon.layout,
                   was_tensor=scan.was_tensor, indices=keep)
     scaling = infer_scaling(canon.images)
     return image_findings(canon, image_flags_for(canon, scaling), scaling)
+
+
+def _stack(scan: _Scan, keep: list[int]) -> np.ndarray:
+    """The items of one shape in one array, each item let go as it is copied (a sample of
+    1000 224 px images is 600 MB: it must not be held twice)."""
+    first = scan.xs[keep[0]]
+    out = np.empty((len(keep), *first.shape), dtype=first.dtype)
+    for k, i in enumerate(keep):
+        out[k] = scan.xs.pop(i)
+    scan.xs.clear()
+    return out
 
 
 def _table_nonfinite(values: np.ndarray, keep: list[int]) -> list[Finding]:
@@ -196,8 +233,9 @@ def _table_nonfinite(values: np.ndarray, keep: list[int]) -> list[Finding]:
                     hint="impute or drop missing values, or fix the transform that divides by 0")]
 
 
-def check_dataset(dataset: Any, *, sample: int = 1000, seed: int = 0) -> Findings:
-    """Scan up to ``sample`` items of a dataset, naming the indices of every problem.
+def check_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> Findings:
+    """Scan up to ``sample`` items of a dataset (``None``: every item), naming the indices
+    of every problem.
 
     Examples
     --------

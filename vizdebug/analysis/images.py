@@ -72,9 +72,10 @@ def pooled(image: np.ndarray, max_side: int) -> np.ndarray:
     f = -(-max(h, w) // max_side)  # ceil: the pooled side never exceeds max_side
     if f < 2:
         return image
-    hh, ww = (h // f) * f, (w // f) * f
+    fh, fw = min(f, h), min(f, w)  # a 1-pixel strip is pooled along its length only
+    hh, ww = (h // fh) * fh, (w // fw) * fw
     x = image[:, :hh, :ww].astype(np.float32, copy=False)
-    return x.reshape(c, hh // f, f, ww // f, f).mean(axis=(2, 4))
+    return x.reshape(c, hh // fh, fh, ww // fw, fw).mean(axis=(2, 4))
 
 
 def infer_scaling(images: np.ndarray, mean=None, std=None) -> Scaling:
@@ -197,6 +198,35 @@ def channel_stats(images: np.ndarray) -> list[dict[str, float]]:
                     "mean": float(v.mean(dtype=np.float64)),
                     "std": float(v.std(dtype=np.float64)), "non_finite": bad})
     return out
+
+
+def finite_summary(x: np.ndarray, rows: int = 16) -> tuple[float, float, float, float]:
+    """``(min, max, mean, std)`` of the finite values of ``x`` (NaN when there are none),
+    read ``rows`` items at a time so that no copy of a large batch is ever made.
+
+    >>> finite_summary(np.array([1.0, np.nan, 3.0, np.inf]))
+    (1.0, 3.0, 2.0, 1.0)
+    """
+    x = x.reshape(1, -1) if x.ndim < 2 else x
+    lo, hi, total, count = np.inf, -np.inf, 0.0, 0
+    for block in _finite_blocks(x, rows):
+        lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
+        total += float(block.sum(dtype=np.float64))
+        count += block.size
+    if not count:
+        return (np.nan,) * 4
+    mean = total / count
+    square = sum(float(np.square(b - mean, dtype=np.float64).sum())
+                 for b in _finite_blocks(x, rows))
+    return lo, hi, mean, float(np.sqrt(square / count))
+
+
+def _finite_blocks(x: np.ndarray, rows: int):
+    for start in range(0, len(x), rows):
+        block = x[start:start + rows]
+        block = block[np.isfinite(block)] if block.dtype.kind == "f" else block.reshape(-1)
+        if block.size:
+            yield block
 
 
 def abs_p99(images: np.ndarray) -> float:

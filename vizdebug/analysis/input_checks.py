@@ -19,6 +19,7 @@ from .images import (
     NOT_NORMALIZED_ABS,
     Scaling,
     abs_p99,
+    finite_summary,
     image_flags,
     infer_scaling,
     pooled,
@@ -176,13 +177,13 @@ def _scale_findings(canon: Batch) -> list[Finding]:
     p99 = abs_p99(x)
     if p99 <= NOT_NORMALIZED_ABS:
         return []
-    finite = x[np.isfinite(x)]
+    lo, hi, mean, std = finite_summary(x)
     return [Finding(
         "input-not-normalized", "warning",
-        f"inputs are not normalised: values {finite.min():.4g}..{finite.max():.4g}, mean "
-        f"{finite.mean():.4g}, std {finite.std():.4g} (99% of |x| below {p99:.4g}; networks "
+        f"inputs are not normalised: values {lo:.4g}..{hi:.4g}, mean "
+        f"{mean:.4g}, std {std:.4g} (99% of |x| below {p99:.4g}; networks "
         "train best with inputs around 0 and unit scale)",
-        evidence={"abs_p99": p99, "min": float(finite.min()), "max": float(finite.max())},
+        evidence={"abs_p99": p99, "min": lo, "max": hi},
         hint="divide by the data's maximum (e.g. 255) or standardise with the training mean/std "
              "(transforms.Normalize); a Normalize that was dropped from the pipeline does this",
     )]

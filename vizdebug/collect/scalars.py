@@ -12,6 +12,8 @@ is halved with min/max-preserving downsampling, so spikes and NaNs stay visible.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import sys
 import threading
 import time
@@ -21,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..records import EVAL_PREFIXES, Series
 
 _NUMBER_TYPES = (float, int, bool)
 EPOCH_NAMES = ("epoch", "lr")
+MAX_STEP = 1 << 62  # a step and the one after it fit in int64
+FLOAT_INT = 1 << 1000  # ints below this become floats (1e308 is about 2**1023)
 
 
 def is_eval_metric(name: str) -> bool:
@@ -41,27 +45,57 @@ def is_eval_metric(name: str) -> bool:
 
 def _check_value(name: str, value: Any) -> Any:
     """The value to store (a number, or a detached one-element tensor on a device), or a
-    clear error."""
+    clear error: whatever is accepted here can always be turned into a float later."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise VizdebugError(
-                f"log({name}=...) takes a number or a one-element tensor, got a tensor of "
-                f"shape {tuple(value.shape)}; reduce it first, e.g. {name}=t.mean()"
-            )
-        if value.is_cpu:  # read now: see ScalarLog.log
-            number = value.item()
-            return number.real if type(number) is complex else number
-        return value.detach() if value.requires_grad else value
-    numpy_scalar = isinstance(value, np.generic) or (
-        isinstance(value, np.ndarray) and value.size == 1)
-    if numpy_scalar and value.dtype.kind in "biuf":
-        return float(value)
-    if isinstance(value, _NUMBER_TYPES):
+        return _check_tensor(name, value)
+    if isinstance(value, (np.generic, np.ndarray)):
+        return _check_numpy(name, value)
+    if isinstance(value, bool):
         return value
+    if isinstance(value, numbers.Real):  # int, Fraction, float subclasses
+        try:
+            return float(value)
+        except (OverflowError, ValueError, TypeError):
+            raise VizdebugError(
+                f"log({name}=...) got {short_repr(value)}, which does not fit in a float "
+                "(at most ~1.8e308); log a smaller number, or float('inf') on purpose"
+            ) from None
     raise VizdebugTypeError(
         f"log({name}=...) takes a number, a numpy scalar or a one-element tensor, "
-        f"got {describe(value)}: {value!r:.60}"
+        f"got {describe(value)}: {short_repr(value)}"
+    )
+
+
+def _check_tensor(name: str, value: Any) -> Any:
+    if value.numel() != 1:
+        raise VizdebugError(
+            f"log({name}=...) takes a number or a one-element tensor, got a tensor of "
+            f"shape {tuple(value.shape)}; reduce it first, e.g. {name}=t.mean()"
+        )
+    if value.device.type == "meta":
+        raise VizdebugTypeError(
+            f"log({name}=...) got a meta tensor ({describe(value)}), which holds no value; "
+            "log a tensor with data (on the CPU or a device)"
+        )
+    if value.is_cpu:  # read now: see ScalarLog.log
+        try:
+            number = value.item()
+        except RuntimeError as exc:
+            raise VizdebugTypeError(
+                f"log({name}=...) cannot read a value from {describe(value)}: {exc}"[:400]
+            ) from None
+        return number.real if type(number) is complex else number
+    return value.detach() if value.requires_grad else value
+
+
+def _check_numpy(name: str, value: Any) -> float:
+    if value.size == 1 and value.dtype.kind in "biuf":
+        with np.errstate(over="ignore"):
+            return float(value.reshape(-1)[0])  # a (1,) array too: np.array([1.0])
+    raise VizdebugTypeError(
+        f"log({name}=...) takes a number, a numpy scalar or a one-element tensor, got "
+        f"{describe(value)}" + ("; reduce it first, e.g. arr.mean()" if value.size > 1 else "")
     )
 
 
@@ -71,7 +105,25 @@ def _torch_tensor_type() -> type | None:
 
 
 def _resolve_values(values: tuple[Any, ...]) -> np.ndarray:
-    """Numbers for a batch of values: tensors are read together, one transfer per device."""
+    """Numbers for a batch of values: tensors are read together, one transfer per device.
+    Never raises: a value that cannot be read any more (its device gone) becomes NaN and
+    the others are kept."""
+    try:
+        return _resolve_together(values)
+    except Exception:
+        return np.asarray([_one_number(v) for v in values], dtype=float)
+
+
+def _one_number(value: Any) -> float:
+    try:
+        if isinstance(value, _NUMBER_TYPES):
+            return float(value)
+        return float(value.detach().reshape(-1)[0].double().cpu().item())
+    except Exception:
+        return math.nan
+
+
+def _resolve_together(values: tuple[Any, ...]) -> np.ndarray:
     kinds = set(map(type, values))
     if kinds <= set(_NUMBER_TYPES):
         return np.asarray(values, dtype=float)
@@ -101,6 +153,22 @@ def _resolve_values(values: tuple[Any, ...]) -> np.ndarray:
             for i, number in zip(idx, stacked.cpu().tolist()):
                 out[i] = number
     return out
+
+
+def _joined(parts: list[tuple[str, tuple[np.ndarray, ...]]], k: int, dtype: Any) -> np.ndarray:
+    arrays = [arrays[k] for _, arrays in parts]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
+
+
+def _groups(names: tuple[str, ...]) -> dict[str, Any]:
+    """Where each name sits in ``names`` (one pass, however many names there are)."""
+    first = names[0]
+    if all(n is first or n == first for n in names):
+        return {first: slice(None)}
+    where: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        where.setdefault(name, []).append(i)
+    return {name: np.asarray(idx) for name, idx in where.items()}
 
 
 class ScalarLog:
@@ -144,6 +212,7 @@ class ScalarLog:
         ``step`` counts itself: each call with a training metric is the next step; calls
         with only ``val_*``/``test_*``/``epoch``/``lr`` metrics belong to the last one.
         """
+        before = self._step
         if step is None:
             step = self._step
             kinds = self._is_train
@@ -159,38 +228,59 @@ class ScalarLog:
         else:
             step = self._explicit_step(step)
         now = self.clock()
-        append = self._pending.append
+        entries: list[tuple[int, str, Any, float]] = []
+        append = entries.append
         tensor_type = self._tensor_type
-        for name, value in metrics.items():
-            kind = type(value)
-            if kind is tensor_type and value.is_cpu:
-                # The common case, inlined: a one-element loss tensor on the CPU is read now
-                # (a memory read: there is no device to wait for), so neither the tensor nor
-                # its autograd graph is kept. (item() does not warn about requires_grad.)
-                try:
-                    value = value.item()
-                except RuntimeError:  # more than one element: the clear error
+        try:
+            for name, value in metrics.items():
+                kind = type(value)
+                if kind is float:
+                    pass
+                elif kind is tensor_type and value.is_cpu:
+                    # The common case, inlined: a one-element loss tensor on the CPU is read now
+                    # (a memory read: there is no device to wait for), so neither the tensor nor
+                    # its autograd graph is kept. (item() does not warn about requires_grad.)
+                    try:
+                        value = value.item()
+                    except RuntimeError:  # more than one element: the clear error
+                        value = _check_value(name, value)
+                    if type(value) is complex:
+                        value = value.real  # as the batched read of a complex tensor did
+                elif kind is tensor_type and not value.is_meta and value.numel() == 1:
+                    # On a device: kept unread (read later in batches, never synchronising now),
+                    # detached (a new tensor object) only when it holds an autograd graph,
+                    # which must not stay alive.
+                    if value.requires_grad:
+                        value = value.detach()
+                elif kind is int and -FLOAT_INT < value < FLOAT_INT:
+                    pass
+                else:  # huge ints, numpy, anything else: checked (to fit a float) or refused
                     value = _check_value(name, value)
-                if type(value) is complex:
-                    value = value.real  # as the batched read of a complex tensor did
-            elif kind is tensor_type and value.numel() == 1:
-                # On a device: kept unread (read later in batches, never synchronising now),
-                # detached (a new tensor object) only when it holds an autograd graph,
-                # which must not stay alive.
-                if value.requires_grad:
-                    value = value.detach()
-            elif kind not in _NUMBER_TYPES:
-                value = _check_value(name, value)
-                tensor_type = self._tensor_type = _torch_tensor_type()
-            append((step, name, value, now))
+                    tensor_type = self._tensor_type = _torch_tensor_type()
+                append((step, name, value, now))
+        except BaseException:
+            self._step = before  # a refused call logs nothing, not even its valid values
+            raise
+        self._pending.extend(entries)
         if len(self._pending) >= self.chunk:
             self.resolve()
 
     def _explicit_step(self, step: object) -> int:
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-            raise VizdebugTypeError(f"step must be an int or None, got {describe(step)}")
-        self._step = max(self._step, int(step) + 1)
-        return int(step)
+        try:
+            if isinstance(step, (bool, float, str)):
+                raise TypeError
+            value = operator.index(step)  # int, numpy integer, integer 0-d tensor
+        except TypeError:
+            raise VizdebugTypeError(
+                f"step must be an int or None, got {describe(step)}: {short_repr(step)}"
+            ) from None
+        if not -MAX_STEP <= value <= MAX_STEP:
+            raise VizdebugError(
+                f"step={short_repr(value)} is out of range: steps are 64-bit integers, "
+                f"|step| at most 2**62; pass the iteration count, or step=None to count"
+            )
+        self._step = max(self._step, value + 1)
+        return value
 
     def resolve(self) -> None:
         """Turn pending values into numbers and move them into the bounded series."""
@@ -203,12 +293,7 @@ class ScalarLog:
             numbers = _resolve_values(values)
             step_arr = np.asarray(steps, dtype=np.int64)
             time_arr = np.asarray(times, dtype=float)
-            unique = dict.fromkeys(names)
-            for name in unique:
-                if len(unique) == 1:
-                    sel: Any = slice(None)
-                else:
-                    sel = np.fromiter((x == name for x in names), dtype=bool, count=n)
+            for name, sel in _groups(names).items():
                 series = self._series.get(name)
                 if series is None:
                     series = self._series[name] = Series(self.capacity)
@@ -236,6 +321,15 @@ class ScalarLog:
     def all_series(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Every metric's ``(step, value, time)``."""
         return {name: self.series(name) for name in self.names()}
+
+    def long_form(self) -> dict[str, np.ndarray]:
+        """Every point as columns ``step``, ``name``, ``value``, ``time`` (metric by metric,
+        each sorted by step): one concatenation, however many metrics there are."""
+        parts = list(self.all_series().items())
+        names = np.asarray([name for name, _ in parts], dtype=object)
+        counts = [len(arrays[0]) for _, arrays in parts]
+        return {"step": _joined(parts, 0, np.int64), "name": np.repeat(names, counts),
+                "value": _joined(parts, 1, float), "time": _joined(parts, 2, float)}
 
     def stored_points(self) -> int:
         """How many points are held in memory right now (pending included)."""

@@ -227,15 +227,12 @@ class Session(Viewable):
         """
         import pandas as pd
 
-        frames = [
-            pd.DataFrame({"step": s, "name": name, "value": v, "time": t})
-            for name, (s, v, t) in self.log_store.all_series().items()
-        ]
-        if not frames:
+        columns = self.log_store.long_form()  # one frame, not one per metric
+        if not len(columns["step"]):
             return pd.DataFrame({"step": pd.Series(dtype="int64"), "name": pd.Series(dtype=str),
                                  "value": pd.Series(dtype=float),
                                  "time": pd.Series(dtype=float), "rank": pd.Series(dtype="int64")})
-        df = pd.concat(frames, ignore_index=True)
+        df = pd.DataFrame(columns)
         df["rank"] = self.rank
         return df.sort_values(["step", "name"], kind="stable").reset_index(drop=True)
 

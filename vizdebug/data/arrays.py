@@ -23,14 +23,51 @@ def is_arraylike(obj: object) -> bool:
 
 
 def tensor_to_numpy(t: Any) -> np.ndarray:
-    """A CPU numpy copy of a torch tensor (bfloat16 and other numpy-less dtypes widened)."""
+    """A CPU numpy copy of a torch tensor (bfloat16 and other numpy-less dtypes widened;
+    sparse, quantized and negated/conjugated views made plain first).
+
+    A tensor that holds no readable data (on the ``meta`` device, nested, or on a device
+    that cannot be read) raises a :class:`VizdebugTypeError` that names it.
+    """
     t = t.detach()
     if t.is_complex():
         raise VizdebugTypeError(f"got a complex tensor ({describe(t)}); images are real-valued")
+    if t.device.type == "meta":
+        raise VizdebugTypeError(
+            f"got a tensor on the meta device ({describe(t)}): it has a shape but no values; "
+            "pass a tensor with data (e.g. run the pipeline without the meta device)"
+        )
     try:
-        return t.cpu().numpy()
+        return _plain(t).numpy()
     except TypeError:  # bfloat16, float8 and friends have no numpy dtype
-        return t.float().cpu().numpy()
+        return _plain(t).float().numpy()
+    except (RuntimeError, NotImplementedError) as exc:
+        raise VizdebugTypeError(f"cannot read the values of {describe(t)}: {exc}"[:400]) from None
+
+
+def _plain(t: Any) -> Any:
+    """A dense, strided CPU tensor without negative or conjugate bits."""
+    if t.is_quantized:
+        t = t.dequantize()
+    if t.layout is not _strided():
+        t = t.to_dense()
+    return t.cpu().resolve_neg().resolve_conj()
+
+
+def dense(x: Any) -> Any:
+    """A sparse tensor made dense (to be sliced and read like any other); else ``x``."""
+    if not is_tensor(x) or x.layout is _strided():
+        return x
+    try:
+        return x.to_dense()
+    except (RuntimeError, NotImplementedError) as exc:
+        raise VizdebugTypeError(f"cannot read the values of {describe(x)}: {exc}"[:400]) from None
+
+
+def _strided() -> Any:
+    import torch
+
+    return torch.strided
 
 
 def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
@@ -70,9 +107,19 @@ def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
 
 
 def _pil_to_numpy(img: Any) -> np.ndarray:
-    if img.mode not in ("L", "RGB", "RGBA", "1", "I", "F", "I;16"):
-        img = img.convert("RGBA" if "A" in img.mode or img.mode == "P" else "RGB")
-    return np.asarray(img)
+    mode = str(img.mode)
+    try:
+        if mode not in ("L", "RGB", "RGBA", "1", "I", "F", "I;16"):
+            # "LA"/"PA"/"RGBa" (alpha, premultiplied or not) and "P" with transparency keep
+            # it; premultiplied grey "La" converts only through "LA"
+            img = img.convert("LA") if mode == "La" else img
+            img = img.convert("RGBA" if "a" in mode.lower() or mode == "P" else "RGB")
+        return np.asarray(img)
+    except (ValueError, OSError, TypeError, KeyError) as exc:
+        raise VizdebugTypeError(
+            f"cannot read a PIL image of mode {mode!r} and size {getattr(img, 'size', '?')} "
+            f"({exc}); convert it first, e.g. img.convert('RGB')"
+        ) from None
 
 
 def _sequence_to_numpy(seq: list | tuple, what: str) -> np.ndarray:

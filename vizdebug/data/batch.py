@@ -38,7 +38,8 @@ class Batch:
     layout_note: str = ""
     was_tensor: bool = False
     indices: list[int] | None = None  # where each item sits in its source (dataset index)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the data: shapes that differ
+    info: list[str] = field(default_factory=list)  # about the reading: pages, layout choice
 
     def __len__(self) -> int:
         return len(self.table) if self.kind == "table" else len(self.items)

@@ -80,7 +80,11 @@ def _infer_4d(shape: tuple[int, ...]) -> LayoutGuess:
 def _infer_3d(shape: tuple[int, ...]) -> LayoutGuess:
     a, b, c = shape
     if _is_ch(a) and not _is_ch(b) and b > 4 and c > 4:
-        return LayoutGuess("CHW", reason="one image, channels first")
+        if a == 1:
+            return LayoutGuess("CHW", reason="one image, channels first")
+        colour = "RGB" if a == 3 else "RGBA"
+        return LayoutGuess("CHW", True, f"read as one {colour} image of {a} channels; for {a} "
+                                        "grey images pass layout='NHW'")
     if _is_ch(c) and not _is_ch(a) and a > 4 and b > 4:
         return LayoutGuess("HWC", reason="one image, channels last")
     return LayoutGuess("NHW")

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import VizdebugError, VizdebugTypeError, describe
-from .arrays import is_arraylike, is_pil
+from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
+from .arrays import dense, is_arraylike, is_pil
 from .batch import Batch, item_count, make_batch, unpack
 from .layout import infer_layout
 
@@ -67,9 +67,10 @@ def check_n(n: int | None) -> int | None:
 class SlicedSource(PageSource):
     """One batch (arrays, tensors, (x, y), dict, list of images) cut into pages of n."""
 
-    def __init__(self, x: Any, y: Any, n: int | None, layout: str, description: str) -> None:
+    def __init__(self, x: Any, y: Any, n: int | None, layout: str, description: str,
+                 note: str = "") -> None:
         super().__init__(n, layout)
-        self.x, self.y, self.description = x, y, description
+        self.x, self.y, self.description, self.note = x, y, description, note
         self.total = _length(x)
         self.start = 0
 
@@ -82,6 +83,7 @@ class SlicedSource(PageSource):
         batch = make_batch(_take(self.x, self.start, stop), _take(self.y, self.start, stop),
                            layout=self.layout)
         batch.indices = list(range(self.start, stop))
+        batch.info += [self.note] if self.note else []
         self.start = stop
         self.exhausted = self.start >= self.total
         self.pages_read += 1
@@ -136,13 +138,15 @@ class IterSource(PageSource):
             return None
         except Exception as exc:
             raise _loading_error(exc, self.pages_read, self.description) from exc
-        x, y = unpack(raw, what=f"batch {self.pages_read}")
+        what = f"batch {self.pages_read} of the {self.description}"
+        x, y = unpack(raw, what=what)
+        x, y, _ = batch_items(x, y, self.layout, what)
         total = _length(x)
         per = self.n or min(total, DEFAULT_PER_PAGE)
         batch = make_batch(_take(x, 0, per), _take(y, 0, per), layout=self.layout,
                            what=f"batch {self.pages_read}")
         if total > per:
-            batch.notes.append(f"showing {per} of the batch's {total} items")
+            batch.info.append(f"showing {per} of the batch's {total} items")
         self.pages_read += 1
         return batch
 
@@ -258,16 +262,51 @@ def _sliced(source: Any, n: int | None, layout: str) -> SlicedSource:
         ys = None if all(p[1] is None for p in pairs) else [p[1] for p in pairs]
         return SlicedSource(xs, ys, n, layout, f"list of {len(source)} samples")
     x, y = unpack(source)
+    x, y, note = batch_items(x, y, layout, "show_batch's input")
+    return SlicedSource(x, y, n, layout, describe(x), note)
+
+
+def batch_items(x: Any, y: Any, layout: str, what: str) -> tuple[Any, Any, str]:
+    """``(inputs, targets, note)`` ready to be sliced into pages: a lone image becomes a
+    list of one (``note`` says how an ambiguous one was read); targets that cannot be cut
+    per item (a dict of boxes, a scalar beside a batch) are left out; anything that is not
+    image or table data is refused by name."""
+    x, y = dense(x), dense(y)
+    if not (is_arraylike(x) or isinstance(x, (list, tuple)) or _is_frame(x)):
+        keys = f" with keys {list(x)[:8]}" if isinstance(x, Mapping) else ""
+        raise VizdebugTypeError(
+            f"{what} is {describe(x)}{keys}: {short_repr(x, 80)}; show_batch draws a tensor, an array, "
+            "a PIL image, a DataFrame or a list of those (for a nested dict, pass the inner "
+            "array, e.g. batch['image']['pixels'])"
+        )
     if getattr(x, "ndim", None) == 0:
         raise VizdebugError(
-            f"show_batch got a single number ({describe(x)}), not an image or a batch; pass an "
+            f"{what} is a single number ({describe(x)}), not an image or a batch; pass an "
             "array of shape (N, C, H, W), (N, H, W, C), (N, H, W) or one image"
         )
-    if _is_single_image(x, layout):
-        x, y = [x], (None if y is None else [y])
     if isinstance(x, (list, tuple)) and not x:
-        raise VizdebugError("show_batch got an empty list: there is nothing to show")
-    return SlicedSource(x, y, n, layout, describe(x))
+        raise VizdebugError(f"{what} is an empty list: there is nothing to show")
+    if _is_single_image(x, layout):
+        return [x], (None if y is None else [y]), _reading_note(x, layout)
+    if y is not None and not (_has_axis(y) or isinstance(y, (list, tuple)) or _is_frame(y)):
+        y = None  # a scalar or a dict of boxes: no per-item caption
+    return x, y, ""
+
+
+def _has_axis(obj: Any) -> bool:
+    return is_arraylike(obj) and not is_pil(obj) and len(obj.shape) >= 1
+
+
+def _is_frame(obj: Any) -> bool:
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
+
+
+def _reading_note(x: Any, layout: str) -> str:
+    """How one 3-D image was read when another reading was possible."""
+    if layout != "auto" or is_pil(x) or len(x.shape) != 3:
+        return ""
+    guess = infer_layout(tuple(x.shape))
+    return f"layout {guess.layout}: {guess.reason}" if guess.ambiguous else ""
 
 
 def _is_list_of_batches(seq: list | tuple) -> bool:

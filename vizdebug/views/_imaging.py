@@ -33,6 +33,19 @@ def to_uint8_hwc(display: np.ndarray) -> np.ndarray:
     return out
 
 
+def display_size(native: tuple[int, int], size: int, thinnest: int = 4) -> tuple[int, int]:
+    """``(width, height)`` in CSS px of an image of ``native`` (h, w) drawn in a cell of
+    ``size`` px: the longer side fills the cell, the shorter keeps the aspect ratio but is
+    at least ``thinnest`` px (a 1 x 200 signal stays visible).
+
+    >>> display_size((8, 8), 128), display_size((1, 200), 128)
+    ((128, 128), (128, 4))
+    """
+    h, w = native
+    k = size / max(h, w)
+    return max(thinnest, round(w * k)), max(thinnest, round(h * k))
+
+
 def encode(display: np.ndarray, size: int) -> tuple[str, int, int]:
     """Encode one image for a cell of ``size`` px: (data URI, width, height) as stored.
 
@@ -45,8 +58,9 @@ def encode(display: np.ndarray, size: int) -> tuple[str, int, int]:
     mode = {1: "L", 3: "RGB", 4: "RGBA"}[arr.shape[2]]
     img = Image.fromarray(arr[:, :, 0] if mode == "L" else arr, mode)
     h, w = arr.shape[:2]
-    if max(h, w) > size:
-        img.thumbnail((size, size), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    if max(h, w) > size:  # fit the cell; a thin strip keeps at least one pixel across
+        k = size / max(h, w)
+        img = img.resize((max(1, round(w * k)), max(1, round(h * k))), Image.Resampling.BILINEAR)
     buf = io.BytesIO()
     if max(h, w) > 48 and mode != "RGBA":
         img.save(buf, format="JPEG", quality=85)

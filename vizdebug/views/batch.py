@@ -15,7 +15,7 @@ from typing import Any
 from ..data.sources import PageSource, page_source
 from ..findings import Findings
 from ._base import View, live_esm
-from .batch_page import Page, render_page
+from .batch_page import Page, check_classes, render_page
 
 _STATIC = Path(__file__).with_name("static")
 
@@ -53,7 +53,8 @@ class BatchView(View):
     def from_source(cls, source: Any, n: int | None = None, *, classes=None, mean=None,
                     std=None, layout: str = "auto") -> BatchView:
         """Read the first page of ``source`` and build the view."""
-        view = cls(page_source(source, n, layout), classes=classes, mean=mean, std=std)
+        view = cls(page_source(source, n, layout), classes=check_classes(classes), mean=mean,
+                   std=std)
         if view._read_page() is None:
             from ..errors import VizdebugError
 

@@ -16,8 +16,9 @@ import numpy as np
 from ..analysis.images import Scaling, channel_stats, infer_scaling
 from ..analysis.input_checks import displays_and_flags, image_findings, table_findings
 from ..data.batch import Batch
+from ..errors import VizdebugTypeError, describe, short_repr
 from ..findings import Findings, findings_html
-from ._imaging import cell_size, encode
+from ._imaging import cell_size, display_size, encode
 
 TABLE_ROWS = 30
 _BAD_FLAGS = {"non-finite", "none"}
@@ -32,6 +33,21 @@ class Page:
     stats: list[dict[str, Any]]
     n_items: int
     flags: list[list[str]]
+
+
+def check_classes(classes: Any) -> Sequence | Mapping | None:
+    """``classes`` as given when it can name labels (a list of names, or a dict from label
+    to name), else a :class:`VizdebugTypeError` that says what would work."""
+    if classes is None or isinstance(classes, Mapping):
+        return classes
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__") \
+            or not hasattr(classes, "__getitem__"):
+        raise VizdebugTypeError(
+            f"classes must be a list of class names (indexed by label) or a dict from label "
+            f"to name, got {describe(classes)}: {short_repr(classes)}; e.g. classes=['cat', 'dog'] "
+            "or classes={0: 'cat', 1: 'dog'}"
+        )
+    return list(classes)
 
 
 def label_text(label: Any, classes: Sequence | Mapping | None) -> str:
@@ -79,7 +95,7 @@ def _head(batch: Batch, number: int, scaling: Scaling | None, note: str) -> str:
              f"{html.escape(shape)} {html.escape(dtype)} &middot; {html.escape(batch.layout_note)}"]
     if scaling is not None:
         parts.append(f"shown as: {html.escape(scaling.note)}")
-    parts += [html.escape(t) for t in [*batch.notes, note] if t]
+    parts += [html.escape(t) for t in [*batch.notes, *batch.info, note] if t]
     return '<div class="vd-head">' + "<br>".join(parts) + "</div>"
 
 
@@ -100,10 +116,9 @@ def _cell(shown, native, index, caption, flags, size) -> str:
         pic = (f'<div class="vd-missing" style="width:{size}px;height:{size}px">None</div>')
     else:
         uri, w, h = encode(shown[0], size)
-        h0, w0 = native
-        scale = size / max(w, h) if max(h0, w0) <= size else 1.0
-        crisp = ' class="vd-crisp"' if scale >= 2 else ""
-        pic = (f'<img{crisp} src="{uri}" width="{round(w * scale)}" height="{round(h * scale)}" '
+        width, height = display_size(native, size)
+        crisp = ' class="vd-crisp"' if width >= 2 * w else ""
+        pic = (f'<img{crisp} src="{uri}" width="{width}" height="{height}" '
                f'alt="sample {index}">')
     badges = "".join(f'<span class="vd-flag vd-flag-{f}">{f}</span>' for f in flags)
     text = html.escape(caption)
@@ -164,8 +179,8 @@ def _cell_text(v: Any) -> str:
 
 def _column_stats(frame) -> list[dict[str, Any]]:
     out = []
-    for col in frame.columns:
-        s = frame[col]
+    for k, col in enumerate(frame.columns):
+        s = frame.iloc[:, k]  # by position: column names may repeat
         row: dict[str, Any] = {"column": str(col), "dtype": str(s.dtype),
                                "missing": int(s.isna().sum())}
         if s.dtype.kind in "biuf":
