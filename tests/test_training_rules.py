@@ -47,7 +47,7 @@ RUNS = {
     "shuffled": RunConfig(shuffle_labels=True),
     "unstable": RunConfig(optimizer="sgd", lr=0.5, batch_size=16, epochs=4),
     "unstable_twin": RunConfig(optimizer="sgd", lr=0.05, batch_size=16, epochs=4),
-    "input_bound": RunConfig(delay=0.001, epochs=1),
+    "input_bound": RunConfig(delay=0.003, epochs=1),  # ~4 s of waiting in all
     "input_bound_twin": RunConfig(epochs=1),
 }
 

@@ -40,8 +40,21 @@ CODES: dict[str, str] = {
     "underfitting": "training",
     "unstable-loss": "training",
     "input-bound": "training",
+    "zero-gradients": "training",
+    "parameters-not-updated": "training",
+    "missing-zero-grad": "training",
+    "train-eval-mode": "training",
+    "lr-schedule-collapse": "training",
     "collector-error": "training",
     "run-interrupted": "training",
+    # loss
+    "loss-output-mismatch": "loss",
+    "labels-out-of-range": "loss",
+    "target-shape-broadcast": "loss",
+    # embeddings
+    "label-noise-suspects": "embeddings",
+    "class-overlap": "embeddings",
+    "representation-collapse": "embeddings",
     # metrics
     "misleading-accuracy": "metrics",
     # drift

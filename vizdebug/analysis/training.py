@@ -23,6 +23,7 @@ from .training_curves import (
     rule_underfitting,
     rule_unstable,
 )
+from .training_params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 
 ACTIVATION_CLASSES = frozenset({
     "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",
@@ -114,7 +115,8 @@ def rule_events(rec: TrainingRecords) -> list[Finding]:
 
 # -- gradients --------------------------------------------------------------------------
 def _total_grad_norm(rec: TrainingRecords) -> np.ndarray:
-    g = rec.grad("grad_norm")
+    # a parameter without a gradient on a step is absent, not non-finite
+    g = np.where(absent_grads(rec), 0.0, rec.grad("grad_norm"))
     with np.errstate(all="ignore"):
         return np.sqrt(np.nansum(g**2, axis=1)) + np.where(np.isfinite(g).all(axis=1), 0, np.nan)
 
@@ -278,8 +280,8 @@ def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
 
 # Causes before consequences: bad data, then the first NaN, then the curves.
 RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
-    rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_vanishing,
-    rule_dead_units, rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
+    rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
+    rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
     rule_collector_errors,
 )
 
