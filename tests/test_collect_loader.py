@@ -197,3 +197,36 @@ def test_the_last_batch_of_an_epoch_counts_its_compute():
     t = tap.timing()
     assert t["batches"] == 3
     assert t["total_wait"] == pytest.approx(3.0) and t["total_compute"] == pytest.approx(3.0)
+
+
+def test_one_loader_watched_by_two_sessions_feeds_both():
+    """Issue 10: the second watch() used to take the loader from the first, silently."""
+    loader = DataLoader(TensorDataset(torch.rand(64, 3), torch.arange(64)), batch_size=16)
+    first = vd.watch(torch.nn.Linear(3, 2), loader=loader)
+    second = vd.watch(torch.nn.Linear(3, 2), loader=loader)
+    for _ in loader:
+        pass
+    assert first.tap.batches == second.tap.batches == 4
+    first.close()
+    for _ in loader:
+        pass
+    assert (first.tap.batches, second.tap.batches) == (4, 8)
+    assert type(loader) is not DataLoader  # still tapped for the second
+    second.close()
+    second.close()
+    assert type(loader) is DataLoader
+
+
+def test_show_batch_mid_epoch_leaves_a_persistent_workers_loader_alone():
+    """Issue 10: iter() on a persistent_workers loader resets its one iterator, so a look
+    at a batch mid-epoch restarted the user's epoch (80 samples instead of 64)."""
+    x = torch.arange(64.0).reshape(64, 1, 1, 1).expand(64, 1, 4, 4).contiguous()
+    loader = DataLoader(TensorDataset(x, torch.arange(64)), batch_size=16, num_workers=1,
+                        persistent_workers=True)
+    for _ in range(2):
+        seen = []
+        for k, (_, y) in enumerate(loader):
+            seen += y.tolist()
+            if k == 1:
+                assert vd.show_batch(loader).pages[0].n_items == 16
+        assert seen == list(range(64))

@@ -29,6 +29,8 @@ from .samples import SampleBuffer
 # training step, a dozen numpy calls per batch cost ~60 us there (12 us warm).
 DEFER_BATCHES = 8
 DEFER_MAX_NUMEL = 1 << 16
+# loader -> the taps on it, in the order they were attached: two sessions watching one
+# loader both see its batches (the newer one outermost)
 _TAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _TAPPED_CLASSES: dict[type, type] = {}
 
@@ -183,7 +185,9 @@ class LoaderTap:
         original = getattr(cls, "_vizdebug_original_class", cls)
         try:
             loader.__class__ = _tapped_class(original)
-            _TAPS[loader] = self
+            taps = _TAPS.setdefault(loader, [])
+            if self not in taps:
+                taps.append(self)
         except TypeError as exc:
             raise VizdebugTypeError(
                 f"cannot tap {describe(loader)}: {exc}; use `session.tap_loader(loader)` in the loop"
@@ -195,9 +199,12 @@ class LoaderTap:
         """Give the loader its own class back (harmless when called twice)."""
         self.closed = True
         loader = self._loader_ref() if self._loader_ref is not None else None
-        if loader is not None and _TAPS.get(loader) is self:
-            del _TAPS[loader]
-            loader.__class__ = self._original_class
+        taps = _TAPS.get(loader, []) if loader is not None else []
+        if self in taps:
+            taps.remove(self)
+            if not taps:  # the last tap gone: the loader is the user's own class again
+                del _TAPS[loader]
+                loader.__class__ = self._original_class
         self._loader_ref = None
 
     # -- the tapped iterator ----------------------------------------------------------------
@@ -316,10 +323,10 @@ class TappedIterator:
 def _tapped_iter(self: Any) -> Iterator:
     original = type(self)._vizdebug_original_class
     iterator = original.__iter__(self)
-    tap = _TAPS.get(self)
-    if tap is None or tap.closed:
-        return iterator
-    return tap.wrap(iterator)
+    for tap in _TAPS.get(self, ()):
+        if not tap.closed:
+            iterator = tap.wrap(iterator)
+    return iterator
 
 
 def _tapped_class(cls: type) -> type:

@@ -8,6 +8,7 @@ original exception chained.
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import sys
 from collections.abc import Iterator, Mapping
@@ -131,7 +132,7 @@ class IterSource(PageSource):
         try:
             with preserved_rng(self.iterable):
                 if self._it is None:
-                    self._it = iter(self.iterable)
+                    self._it = iter(own_pass(self.iterable))
                 raw = next(self._it)
         except StopIteration:
             self.exhausted = True
@@ -149,6 +150,21 @@ class IterSource(PageSource):
             batch.info.append(f"showing {per} of the batch's {total} items")
         self.pages_read += 1
         return batch
+
+
+def own_pass(loader: Any) -> Any:
+    """The loader to draw from without touching the user's epoch.
+
+    A DataLoader with ``persistent_workers=True`` keeps one iterator and *resets* it on
+    every ``iter()``: looking at a batch mid-epoch would restart the user's epoch (80
+    samples instead of 64, 16 of them twice). A shallow copy without that iterator gets
+    its own workers, which end with its pass.
+    """
+    if not (_is_dataloader(loader) and getattr(loader, "_iterator", None) is not None):
+        return loader
+    clone = copy.copy(loader)  # through __dict__: DataLoader forbids setting these later
+    clone.__dict__.update(_iterator=None, persistent_workers=False)
+    return clone
 
 
 @contextlib.contextmanager
