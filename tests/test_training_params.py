@@ -80,3 +80,16 @@ def test_a_module_kept_in_a_plain_list_is_named_after_a_real_run():
     found = [f for f in session.findings() if f.code == "parameters-not-updated"]
     assert found and found[0].severity == "warning"
     assert found[0].evidence["parameters"] == ["extra.weight", "extra.bias"]
+
+
+def test_a_learning_rate_that_collapses_early_is_named_and_annealing_is_not():
+    from vizdebug.analysis.training_curves import rule_lr_collapse
+
+    steps = np.arange(1000)
+    per_batch = 0.1 * 0.9 ** steps  # ExponentialLR(gamma=0.9) stepped every batch
+    found = rule_lr_collapse(TrainingRecords(scalars={"lr": (steps, per_batch)}))
+    assert found[0].code == "lr-schedule-collapse" and found[0].evidence["step"] == 66
+    cosine = 0.05 * (1 + np.cos(np.pi * steps / 999))  # reaches 0 only at the very end
+    assert rule_lr_collapse(TrainingRecords(scalars={"lr": (steps, cosine)})) == []
+    warmup = np.minimum(1.0, (steps + 1) / 50) * 1e-3  # starts near 0, then rises
+    assert rule_lr_collapse(TrainingRecords(scalars={"lr/group0": (steps, warmup)})) == []

@@ -19,6 +19,7 @@ from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
 from .training_curves import (
     loss_instability,
     rule_input_bound,
+    rule_lr_collapse,
     rule_overfitting,
     rule_underfitting,
     rule_unstable,
@@ -281,8 +282,8 @@ def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
 # Causes before consequences: bad data, then the first NaN, then the curves.
 RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
     rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
-    rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting, rule_overfitting, rule_unstable, rule_input_bound,
-    rule_collector_errors,
+    rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
+    rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,
 )
 
 

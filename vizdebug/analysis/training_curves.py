@@ -174,3 +174,44 @@ def rule_input_bound(rec: TrainingRecords) -> list[Finding]:
         hint="Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, "
              "cache decoded data, or move per-sample transforms to batched GPU ops.",
     )]
+
+
+# -- learning rate ----------------------------------------------------------------------
+LR_COLLAPSE = 1e-3        # a rate below this share of its peak moves nothing
+LR_COLLAPSE_BY = 0.5      # ... reached within this share of the logged steps
+LR_MIN_POINTS = 20
+
+
+def _lr_series(rec: TrainingRecords) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    names = [n for n in rec.scalars
+             if n == "lr" or n.startswith("lr/") or "learning_rate" in n or n.endswith("_lr")]
+    return [(n, *rec.scalars[n]) for n in names]
+
+
+def rule_lr_collapse(rec: TrainingRecords) -> list[Finding]:
+    """A learning rate that fell to ~0 long before the end (an epoch scheduler stepped
+    every batch): the rest of training cannot move the weights."""
+    out = []
+    for name, steps, values in _lr_series(rec):
+        ok = np.isfinite(values)
+        steps, values = steps[ok], values[ok]
+        if values.size < LR_MIN_POINTS or not values.max() > 0:
+            continue
+        low = values < LR_COLLAPSE * values.max()
+        if not low.any() or not low[np.argmax(low):].all():
+            continue  # never collapsed, or it came back up (restarts, warm-up)
+        at = int(np.argmax(low))
+        span = steps[-1] - steps[0]
+        share = (steps[at] - steps[0]) / span if span > 0 else 1.0
+        if share > LR_COLLAPSE_BY:
+            continue  # a schedule that anneals to zero at the end
+        out.append(Finding(
+            "lr-schedule-collapse", "warning",
+            f"{name} fell from {_f(values.max())} to {_f(values[at])} by step {int(steps[at])}, "
+            f"{share:.0%} of the way through the {int(span)} logged steps, and stayed there",
+            where=name, evidence={"step": int(steps[at]), "share": float(share),
+                                  "peak": float(values.max())},
+            hint="an epoch-based scheduler (StepLR, ExponentialLR, CosineAnnealingLR with "
+                 "T_max in epochs) stepped every batch: call scheduler.step() once per epoch, "
+                 "or give it its period in batches"))
+    return out
