@@ -238,3 +238,15 @@ def test_check_dataset_memory_stays_near_one_copy_of_the_sample():
     one_copy = 200 * 3 * 224 * 224 * 4
     assert "input-not-normalized" in codes
     assert peak < 2.3 * one_copy  # the items, their stacked copy as it fills, small change
+
+
+def test_segmentation_and_multi_label_datasets_are_read_as_such():
+    g = torch.Generator().manual_seed(1)
+    seg = [(torch.rand(3, 16, 16, generator=g), torch.randint(0, 3, (16, 16), generator=g))
+           for _ in range(40)]
+    assert vd.check_dataset(seg).codes == []
+    seg[7] = (torch.full((3, 16, 16), float("nan")), seg[7][1])
+    found = vd.check_dataset(seg)
+    assert found.codes == ["input-nonfinite"] and "7" in found[0].where
+    multi = [(torch.rand(3, 8, 8, generator=g), torch.tensor([1.0, 0.0, 1.0])) for _ in range(40)]
+    assert vd.check_dataset(multi).codes == []  # no "every label is the same" on sets

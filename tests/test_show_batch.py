@@ -203,3 +203,43 @@ def test_report_arguments_are_checked(tmp_path):
     assert "<title>vizdebug report</title>" in out.read_text()
     with pytest.raises(vd.VizdebugError, match="cannot write the report"):
         vd.report(view, tmp_path / "r.html" / "below-a-file.html")
+
+
+# -- issue 10: segmentation masks beside their images, multi-hot labels as sets ----------------
+
+def _segmentation(n=8, size=16):
+    g = torch.Generator().manual_seed(0)
+    images = torch.rand(n, 3, size, size, generator=g)
+    masks = torch.randint(0, 3, (n, size, size), generator=g)
+    return images, masks
+
+
+def test_masks_are_drawn_beside_their_images():
+    images, masks = _segmentation()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, masks),
+                                         batch_size=4)
+    for source in (loader, (images, masks), list(zip(images, masks)),
+                   (images, masks[:, None].float())):
+        html = vd.show_batch(source, classes=["bg", EVIL, "dog"]).pages[0].html
+        assert html.count('class="vd-crisp vd-mask"') == vd.show_batch(source).pages[0].n_items
+        assert "mask: bg, &lt;img" in html and EVIL not in html
+    assert vd.check_batch((images, masks)).codes == []
+    assert vd.check_batch(next(iter(loader))).codes == []
+
+
+def test_a_float_target_image_is_not_a_mask():
+    images, _ = _segmentation()
+    html = vd.show_batch((images, torch.rand(8, 16, 16))).pages[0].html
+    assert "vd-mask" not in html
+
+
+def test_multi_hot_labels_are_shown_as_sets_not_argmax():
+    x = torch.rand(4, 3, 8, 8)
+    y = torch.tensor([[1, 0, 1], [0, 1, 1], [0, 1, 0], [0, 0, 0]]).float()
+    html = vd.show_batch((x, y), classes=["cat", "dog", EVIL]).pages[0].html
+    labels = [c.split("</span>")[0] for c in html.split('class="vd-label">')[1:]]
+    assert labels == ["{cat, &lt;img src=x onerror=alert(1)&gt;}", "{dog, &lt;img src=x "
+                      "onerror=alert(1)&gt;}", "{dog}", "{}"]
+    one_hot = torch.eye(3)[[0, 2, 1, 0]]
+    assert "{" not in vd.show_batch((x, one_hot)).pages[0].html.split("vd-label")[1][:20]
+    assert vd.check_batch((torch.rand(16, 3, 8, 8), torch.ones(16, 3))).codes == []

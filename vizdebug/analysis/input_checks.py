@@ -13,6 +13,7 @@ import numpy as np
 
 from ..data.arrays import to_numpy
 from ..data.batch import Batch, make_batch, unpack
+from ..data.targets import LabelSet
 from ..errors import VizdebugError, describe
 from ..findings import Finding, Findings, fmt_indices
 from .images import (
@@ -190,8 +191,8 @@ def _scale_findings(canon: Batch) -> list[Finding]:
 
 
 def _same_label_finding(labels: list | None) -> list[Finding]:
-    if not labels or len(labels) < SAME_LABEL_MIN_BATCH:
-        return []
+    if not labels or len(labels) < SAME_LABEL_MIN_BATCH or isinstance(labels[0], LabelSet):
+        return []  # multi-label rows may well share their set
     counts = Counter(map(_label_key, labels))
     label, top = counts.most_common(1)[0]
     if top != len(labels):

@@ -16,6 +16,7 @@ from .._env import is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .arrays import is_arraylike, is_pil, tensor_to_numpy, to_numpy
 from .layout import LAYOUTS, infer_layout, to_nchw
+from .targets import normalise_labels, target_masks
 
 IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
 LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes")
@@ -33,7 +34,8 @@ class Batch:
     items: list[np.ndarray | None] = field(default_factory=list)
     images: np.ndarray | None = None
     table: Any = None  # pandas DataFrame for tabular batches
-    labels: list[Any] | None = None
+    labels: list[Any] | None = None  # class ids, or LabelSets for multi-hot targets
+    masks: list[np.ndarray] | None = None  # one integer H x W mask per item (segmentation)
     layout: str = ""
     layout_note: str = ""
     was_tensor: bool = False
@@ -192,6 +194,9 @@ def make_batch(x: Any, y: Any = None, *, layout: str = "auto", what: str = "batc
     else:
         out = _array_batch(x, layout, what)
     out.labels = normalise_labels(y, len(out), what)
+    if out.labels is None and out.kind == "image":
+        spatial = out.images.shape[2:] if out.images is not None else None
+        out.masks = target_masks(y, len(out), spatial)
     return out
 
 
@@ -277,41 +282,6 @@ def _single_image_layout(arr: np.ndarray, layout: str, what: str) -> str:
         f"{what} has shape {arr.shape}; one image must be (H, W), (C, H, W) or (H, W, C) "
         "with 1, 3 or 4 channels"
     )
-
-
-def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
-    """Labels as a list of Python scalars of length ``n`` (one-hot rows become class ids)."""
-    if y is None:
-        return None
-    if np.isscalar(y) or (is_tensor(y) and y.ndim == 0):
-        y = [y.item() if is_tensor(y) else y]
-    if isinstance(y, (list, tuple)) and any(isinstance(v, str) for v in y):
-        arr = np.asarray([str(v) for v in y], dtype=object)
-    else:
-        try:
-            arr = to_numpy(y, f"labels of {what}")
-        except VizdebugError:
-            arr = np.asarray([str(v) for v in y], dtype=object)
-    if arr.ndim >= 2 and arr.shape[0] == n and arr.size > n:
-        if not _class_rows(arr):
-            return None  # multi-label rows, regression vectors, target images: no class ids
-        arr = arr.argmax(axis=1)  # one-hot or soft labels
-    arr = arr.reshape(-1) if arr.ndim > 1 and arr.size == n else arr
-    if len(arr) != n:
-        raise VizdebugError(
-            f"{what} has {n} inputs but {len(arr)} labels ({describe(y)}); they must match"
-        )
-    return [v.item() if hasattr(v, "item") else v for v in arr]
-
-
-def _class_rows(arr: np.ndarray) -> bool:
-    """True for ``(N, C)`` one-hot or probability rows (each in [0, 1], summing to 1)."""
-    if arr.ndim != 2 or arr.dtype.kind not in "biuf":
-        return False
-    with np.errstate(all="ignore"):
-        values = arr.astype(np.float64)
-        return bool(np.all((values >= 0) & (values <= 1))
-                    and np.allclose(values.sum(axis=1), 1.0, atol=1e-3))
 
 
 def batch_arrays(batch: Any, max_bytes: int) -> list[np.ndarray]:

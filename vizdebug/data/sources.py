@@ -221,7 +221,7 @@ class DatasetSource(PageSource):
             x, y = self._item(i)
             xs.append(x)
             ys.append(y)
-        labels = None if all(y is None for y in ys) else [("None" if y is None else y) for y in ys]
+        labels = _page_labels(ys)
         batch = make_batch(xs, labels, layout=self.layout, what="dataset page")
         batch.indices = list(range(self.start, stop))
         self.start = stop
@@ -238,6 +238,16 @@ class DatasetSource(PageSource):
                 "vd.check_dataset(dataset) lists every failing index"
             ) from exc
         return (None, None) if item is None else unpack(item, what=f"dataset[{i}]", sample=True)
+
+
+def _page_labels(ys: list[Any]) -> list[Any] | None:
+    """One page's targets: ``None`` where an item has none is captioned "None"; targets
+    with an axis (masks, multi-hot rows) are all shown or none (one may be missing)."""
+    if all(y is None for y in ys):
+        return None
+    if any(getattr(y, "ndim", 0) or is_pil(y) for y in ys):
+        return None if any(y is None for y in ys) else ys
+    return [("None" if y is None else y) for y in ys]
 
 
 def page_source(source: Any, n: int | None = None, layout: str = "auto") -> PageSource:

@@ -70,3 +70,29 @@ def encode(display: np.ndarray, size: int) -> tuple[str, int, int]:
         mime = "png"
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f"data:image/{mime};base64,{data}", img.width, img.height
+
+
+# class 0 (background) black, then well-separated colours (tab10 order)
+MASK_PALETTE = np.array([
+    (0, 0, 0), (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
+], dtype=np.uint8)
+
+
+def encode_mask(mask: np.ndarray, size: int) -> str:
+    """An integer H x W mask as a PNG data URI, one colour per class id (ids past the
+    palette reuse it; negative ids, e.g. an ignore index of -1, are white), never blended:
+    a larger mask is shrunk by nearest neighbour, so class boundaries stay exact."""
+    from PIL import Image
+
+    ids = np.asarray(mask, dtype=np.int64)
+    rgb = MASK_PALETTE[np.where(ids > 0, (ids - 1) % (len(MASK_PALETTE) - 1) + 1, 0)]
+    rgb[ids < 0] = 255
+    img = Image.fromarray(rgb, "RGB")
+    h, w = ids.shape
+    if max(h, w) > size:
+        k = size / max(h, w)
+        img = img.resize((max(1, round(w * k)), max(1, round(h * k))), Image.Resampling.NEAREST)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", optimize=False)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -16,9 +16,10 @@ import numpy as np
 from ..analysis.images import Scaling, channel_stats, infer_scaling
 from ..analysis.input_checks import displays_and_flags, image_findings, table_findings
 from ..data.batch import Batch
+from ..data.targets import LabelSet
 from ..errors import VizdebugTypeError, describe, short_repr
 from ..findings import Findings, findings_html
-from ._imaging import cell_size, display_size, encode
+from ._imaging import cell_size, display_size, encode, encode_mask
 
 TABLE_ROWS = 30
 _BAD_FLAGS = {"non-finite", "none"}
@@ -54,6 +55,8 @@ def label_text(label: Any, classes: Sequence | Mapping | None) -> str:
     """The caption for one label: the class name when ``classes`` knows it."""
     if label is None:
         return ""
+    if isinstance(label, LabelSet):  # a multi-label target: the set of its classes
+        return "{" + ", ".join(label_text(v, classes) for v in label) + "}"
     if isinstance(classes, Mapping):
         return str(classes.get(label, f"{label} (?)"))
     if classes is not None and isinstance(label, (int, np.integer)) and not isinstance(label, bool):
@@ -105,21 +108,41 @@ def _grid(batch: Batch, displays, flags, classes) -> str:
     for k, shown in enumerate(displays):
         cap = label_text(batch.labels[k], classes) if batch.labels else ""
         native = None if batch.items[k] is None else batch.items[k].shape[1:]
-        cells.append(_cell(shown, native, batch.index_of(k), cap, flags[k], size))
-    style = f"grid-template-columns:repeat(auto-fill,{size + 10}px)"
+        pic = _picture(shown, native, batch.index_of(k), size)
+        if batch.masks is not None:
+            pic += _mask_picture(batch.masks[k], size)
+            cap = cap or _mask_caption(batch.masks[k], classes)
+        cells.append(_cell(pic, batch.index_of(k), cap, flags[k]))
+    width = size + 10 if batch.masks is None else 2 * size + 14
+    style = f"grid-template-columns:repeat(auto-fill,{width}px)"
     return f'<div class="vd-grid" style="{style}">{"".join(cells)}</div>'
 
 
-def _cell(shown, native, index, caption, flags, size) -> str:
-    cls = "vd-bad" if _BAD_FLAGS & set(flags) else ("vd-warn" if flags else "")
+def _picture(shown, native, index, size) -> str:
     if shown is None:
-        pic = (f'<div class="vd-missing" style="width:{size}px;height:{size}px">None</div>')
-    else:
-        uri, w, h = encode(shown[0], size)
-        width, height = display_size(native, size)
-        crisp = ' class="vd-crisp"' if width >= 2 * w else ""
-        pic = (f'<img{crisp} src="{uri}" width="{width}" height="{height}" '
-               f'alt="sample {index}">')
+        return f'<div class="vd-missing" style="width:{size}px;height:{size}px">None</div>'
+    uri, w, _ = encode(shown[0], size)
+    width, height = display_size(native, size)
+    crisp = ' class="vd-crisp"' if width >= 2 * w else ""
+    return f'<img{crisp} src="{uri}" width="{width}" height="{height}" alt="sample {index}">'
+
+
+def _mask_picture(mask: np.ndarray, size: int) -> str:
+    """The item's segmentation mask beside it, one colour per class (0 black)."""
+    uri = encode_mask(mask, size)
+    width, height = display_size(mask.shape, size)
+    return (f'<img class="vd-crisp vd-mask" src="{uri}" width="{width}" height="{height}" '
+            f'style="margin-left:4px" alt="mask">')
+
+
+def _mask_caption(mask: np.ndarray, classes) -> str:
+    ids = np.unique(mask).tolist()
+    names = ", ".join(label_text(v, classes) for v in ids[:8])
+    return f"mask: {names}{', ...' if len(ids) > 8 else ''}"
+
+
+def _cell(pic: str, index, caption, flags) -> str:
+    cls = "vd-bad" if _BAD_FLAGS & set(flags) else ("vd-warn" if flags else "")
     badges = "".join(f'<span class="vd-flag vd-flag-{f}">{f}</span>' for f in flags)
     text = html.escape(caption)
     title = html.escape(f"index {index}" + (f": {caption}" if caption else ""), quote=True)
