@@ -59,7 +59,7 @@ def trustworthiness(x: np.ndarray, layout: np.ndarray, k: int = TRUST_NEIGHBOURS
     --------
     >>> x = np.random.default_rng(0).normal(size=(50, 4))
     >>> round(trustworthiness(x, x[:, :2]), 3)
-    0.854
+    0.735
     """
     n = len(x)
     if not 1 <= k < n / 2:
