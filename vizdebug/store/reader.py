@@ -94,6 +94,9 @@ class RunReader:
                     self.damage.setdefault(table, f"table {table!r}: {exc}")
         finally:
             conn.execute("COMMIT")
+        for kind, fields in FIELDS.items():  # a kind never read (a damaged table): empty
+            width = min(widths.get(kind, 0), MAX_WIDTH)
+            self.samples.setdefault(kind, (np.empty(0, np.int64), np.empty((0, width, fields))))
 
     # -- scalars ----------------------------------------------------------------------------
     def _series_for(self, name: str) -> Series:
@@ -199,6 +202,11 @@ class RunReader:
 
     # -- system -------------------------------------------------------------------------------
     def _system(self, conn: sqlite3.Connection) -> None:
+        bad = conn.execute(f"SELECT count(*) FROM system WHERE rowid > ? AND NOT ({VALID_SYSTEM})",
+                           (self.system_rowid,)).fetchone()[0]
+        if bad:
+            self.damage.setdefault("system", f"table 'system': {bad} rows hold values of the "
+                                             "wrong type (skipped)")
         rows = conn.execute(
             "SELECT rowid, time, cpu_percent, rss_mb, gpu_mb FROM system WHERE rowid > ? "
             f"AND {VALID_SYSTEM} ORDER BY rowid DESC LIMIT ?",
@@ -237,7 +245,9 @@ def _pad(block: np.ndarray, width: int, fields: int) -> np.ndarray:
 
 def loader_record(blobs: dict[str, Any], arrays: list[tuple[str, bytes]]) -> dict[str, Any]:
     """The loader record: the JSON part plus its ``loader.<key>`` arrays."""
-    record = blobs.get("loader") or {}
+    record = blobs.get("loader")
+    if record is None:
+        return {}
     if not isinstance(record, dict):
         raise DamagedRun("blobs", "the stored loader record is not a mapping")
     record = dict(record)

@@ -35,7 +35,7 @@ from ..findings import Finding, Findings
 from ..records import TrainingRecords
 from .claim import LockProbe
 from .reader import RunReader, loader_record
-from .sanitize import MAX_WORLD, clean_errors, clean_events, clean_loader, clean_meta
+from .sanitize import MAX_WORLD, clean_errors, clean_events, clean_loader, clean_meta, fill_names
 from .schema import (
     FORMAT,
     FORMAT_VERSION,
@@ -231,11 +231,14 @@ class Run(Viewable):
         self.system = _SystemArray(reader.system)
         act_steps, acts = reader.samples["activations"]
         grad_steps, grads = reader.samples["grads"]
+        modules, params = acts.shape[1], grads.shape[1]
         return TrainingRecords(
             scalars={name: (s, v) for name, (s, v, _) in reader.scalars().items()},
-            module_paths=list(meta["module_paths"]), module_classes=list(meta["module_classes"]),
-            act_steps=act_steps, activations=acts, param_paths=list(meta["param_paths"]),
-            param_numel=list(meta["param_numel"]), grad_steps=grad_steps, grads=grads,
+            module_paths=fill_names(meta["module_paths"], modules, "module"),
+            module_classes=fill_names(meta["module_classes"], modules, "?"), act_steps=act_steps,
+            activations=acts, param_paths=fill_names(meta["param_paths"], params, "parameter"),
+            param_numel=fill_names(meta["param_numel"], params, 0), grad_steps=grad_steps,
+            grads=grads,
             events=self._part(clean_events, blobs.get("events")),
             loader=self._part(lambda b: clean_loader(loader_record(b, self._query(
                 "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or {},
@@ -254,9 +257,9 @@ class Run(Viewable):
         marks = ",".join("?" * len(names))
         rows = self._query(f"SELECT name, kind, data FROM blobs WHERE name IN ({marks})", names)
         out = {}
-        for name, kind, data in rows:
+        for name, kind, data in rows:  # these are JSON (an array here is damage)
             try:
-                out[name] = from_json(data, name) if kind == "json" else from_npy(data, name)
+                out[name] = from_json(data, name)
             except DamagedRun as exc:
                 self.damage.setdefault(exc.table, str(exc))
         return out

@@ -105,6 +105,10 @@ def clean_loader(record: dict[str, Any]) -> dict[str, Any]:
     """The loader tap's record as the rules and the dashboard read it."""
     if not record:
         return {}
+    missing = [k for k in ("wait", "compute", "total_wait", "total_compute", "batches")
+               if k not in record]
+    if missing:
+        raise DamagedRun("blobs", f"the stored loader record lacks {', '.join(missing)}")
     for key, ndim in _LOADER_KINDS.items():
         value = record.get(key)
         if value is not None and not (isinstance(value, np.ndarray) and value.ndim == ndim):
@@ -119,3 +123,17 @@ def clean_loader(record: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(record.get(key, {}), dict):
             raise DamagedRun("blobs", f"the stored loader {key} is not a mapping")
     return record
+
+
+def fill_names(names: list, width: int, filler: Any) -> list:
+    """``names`` for ``width`` columns: a damaged list is filled in, so the rules and
+    views can still point at every column.
+
+    >>> fill_names(["fc"], 3, "module")
+    ['fc', 'module 1', 'module 2']
+    """
+    if len(names) >= width:
+        return list(names)
+    extra = [f"{filler} {i}" if isinstance(filler, str) and filler != "?" else filler
+             for i in range(len(names), width)]
+    return [*names, *extra]

@@ -180,8 +180,8 @@ def from_npy(data: Any, what: str, table: str = "blobs") -> np.ndarray:
         raise damaged(f"{type(data).__name__} where .npy bytes belong")
     try:
         shape, fortran, dtype, offset = _npy_header(data)
-    except (ValueError, TypeError, OverflowError, SyntaxError, EOFError) as exc:
-        raise damaged(str(exc)) from None
+    except Exception as exc:  # numpy parsing bytes from anywhere: any failure is damage
+        raise damaged(f"{type(exc).__name__}: {exc}") from None
     if dtype.hasobject or dtype.kind not in "biuf":
         raise damaged(f"dtype {dtype}; expected numbers")
     if len(shape) > MAX_NPY_DIMS or any(not isinstance(n, int) or n < 0 for n in shape):

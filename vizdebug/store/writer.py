@@ -292,10 +292,9 @@ class RunWriter:
         if not self.closed and self.closing is None:
             self.closing = state
             self._report(VizdebugError(
-                f"could not finish the run file {str(self.path)!r} within {CLOSE_WAIT:g} s "
-                f"({self.last_error or 'a write in progress'}; is another process holding it "
-                f"locked?): not written yet: {self.unwritten()}. Retrying in the background "
-                f"for {LATE_CLOSE:g} s"))
+                f"{self.unwritten()} not written yet: the run file {str(self.path)!r} stayed "
+                f"locked for {CLOSE_WAIT:g} s ({self.last_error or 'a write in progress'}; "
+                f"another process holds it?); retrying in the background for {LATE_CLOSE:g} s"))
             threading.Thread(target=_finish_later, args=(self,), daemon=True,
                              name="vizdebug-store-close").start()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
@@ -322,8 +321,8 @@ class RunWriter:
             lost = self.unwritten()
             self._close_connection()
         self._report(VizdebugError(
-            f"gave up writing the run file {str(self.path)!r} ({why}; last error: "
-            f"{self.last_error}); lost: {lost}. The file keeps what was written before"))
+            f"lost {lost}: gave up writing the run file {str(self.path)!r} ({why}; last "
+            f"error: {self.last_error}). The file keeps what was written before"))
 
     def _close_connection(self) -> None:
         self.closed = True
