@@ -23,6 +23,9 @@ MODULES = [
     "vizdebug.analysis.sketches", "vizdebug.analysis.streaming", "vizdebug.views.drift",
     "vizdebug.analysis.splits", "vizdebug.analysis.predictions", "vizdebug.views.predictions",
     "vizdebug.reproducibility", "vizdebug.analysis.loss_checks",
+    "vizdebug.analysis.embeddings", "vizdebug.analysis.embeddings_quality",
+    "vizdebug.analysis.embeddings_findings", "vizdebug.views.embeddings",
+    "vizdebug.views.embeddings_data",
 ]
 
 

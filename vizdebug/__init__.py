@@ -19,12 +19,14 @@ from .reproducibility import environment, set_seed
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
+from .views.embeddings import EmbeddingView, show_embeddings
 from .views.predictions import PredictionView, show_predictions
 
 __all__ = [
     "AnomalyError",
     "BatchView",
     "DriftView",
+    "EmbeddingView",
     "Finding",
     "Findings",
     "PredictionView",
@@ -42,6 +44,7 @@ __all__ = [
     "report",
     "set_seed",
     "show_batch",
+    "show_embeddings",
     "show_predictions",
     "watch",
 ]

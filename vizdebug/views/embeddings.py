@@ -1,0 +1,367 @@
+"""``show_embeddings``: a representation as a scatter plot that never makes the user wait.
+
+The PCA preview is drawn at once; a background thread adds thumbnails, the neighbour
+statistics and findings, then fits t-SNE or UMAP and swaps the refined layout in (the
+browser animates the move). Colouring, hover (label, prediction, loss, thumbnail) and
+lasso selection run in the browser with regl-scatterplot (WebGL, vendored under
+``static/vendor``), so they work while the kernel is busy; the selection comes back to
+Python as ``view.selected``.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import uuid
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._env import is_tensor, renderer
+from ..analysis.embeddings import (
+    FeatureSet,
+    as_features,
+    choose_method,
+    duplicate_count,
+    pca_layout,
+    per_point,
+    refined_layout,
+    unit_box,
+)
+from ..analysis.embeddings_findings import (
+    Geometry,
+    feature_geometry,
+    geometry_findings,
+    layout_quality,
+)
+from ..findings import Findings, findings_html
+from ._base import View, live_esm
+from .embeddings_data import (
+    class_codes,
+    legend_html,
+    point_colours,
+    quality_html,
+    scatter_png,
+    thumbnails,
+)
+
+_STATIC = Path(__file__).with_name("static")
+_VENDOR = "vendor/regl-scatterplot-1.16.0.js"
+NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
+
+
+@cache
+def _asset(name: str) -> str:
+    return (_STATIC / name).read_text(encoding="utf-8")
+
+
+class EmbeddingView(View):
+    """Points of a representation in 2-D, coloured by label, prediction, loss or
+    correctness, with quality figures and findings from the geometry.
+
+    Build it with :func:`show_embeddings` or :meth:`from_arrays`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(40, 6))
+    >>> view = EmbeddingView.from_arrays(x, labels=[0, 1] * 20, method="pca").wait()
+    >>> view.layout.shape, view.layout_name
+    ((40, 2), 'PCA')
+    >>> [f.code for f in view.findings if f.severity == "warning"]  # random labels
+    ['class-overlap']
+    """
+
+    title = "vizdebug embeddings"
+
+    def __init__(self, features: FeatureSet, *, labels=None, predictions=None, losses=None,
+                 images=None, method: str = "pca", params: dict[str, Any] | None = None) -> None:
+        self.features = features
+        self.labels = labels
+        self.predictions = predictions
+        self.losses = losses
+        self.images = images
+        self.method = method
+        self.params = dict(params or {})
+        self.classes = class_codes(labels, predictions)
+        self.preview = unit_box(pca_layout(features.values))
+        self.layout = self.preview
+        self.layout_name = "PCA preview" if method != "pca" else "PCA"
+        self.quality: dict[str, float | None] = {}
+        self.thumbs: list[str] = []
+        self.stage = "starting"
+        self.error = ""
+        self.notes = list(features.notes)
+        self._findings = Findings()
+        self._geometry: Geometry | None = None
+        self._analysed = threading.Event()
+        self._done = threading.Event()
+        self._running = True
+        self._display: Any = None
+        self._fallback_id = ""
+        self._selected: list[int] = []
+
+    @classmethod
+    def from_arrays(cls, features: Any, *, labels=None, images=None, predictions=None,
+                    losses=None, method: str = "auto", **params: Any) -> EmbeddingView:
+        """Check the inputs, draw the preview and start the refinement thread."""
+        fs = as_features(features)
+        n = fs.n_input
+        per = {name: per_point(v, n, name) for name, v in
+               (("labels", labels), ("predictions", predictions), ("losses", losses))}
+        if per["losses"] is not None:
+            per["losses"] = _as_losses(per["losses"])
+        chosen = choose_method(method, len(fs.rows))
+        subset = {k: (v[fs.rows] if v is not None else None) for k, v in per.items()}
+        view = cls(fs, images=_take(images, fs.rows, n), method=chosen, params=params, **subset)
+        view._note_input(method, chosen)
+        return view.start()
+
+    def _note_input(self, asked: str, chosen: str) -> None:
+        dups = duplicate_count(self.features.values)
+        if dups:
+            self.notes.append(f"{dups} points repeat another point exactly (drawn on top)")
+        if chosen == "pca" and asked.lower() not in ("pca", "auto"):
+            self.notes.append(f"{len(self.layout)} points are too few for {asked}: PCA shown")
+
+    def start(self) -> EmbeddingView:
+        """Start the background thread (thumbnails, findings, refined layout)."""
+        threading.Thread(target=self._work, name="vizdebug-embeddings", daemon=True).start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> EmbeddingView:
+        """Block until the refined layout is in (or ``timeout`` seconds pass)."""
+        self._done.wait(timeout)
+        self._refresh_static()
+        return self
+
+    @property
+    def done(self) -> bool:
+        """True once the refined layout (or an error) has replaced the preview."""
+        return self._done.is_set()
+
+    @property
+    def findings(self) -> Findings:
+        """``label-noise-suspects`` and ``class-overlap`` (waits for the neighbour step)."""
+        self._analysed.wait()
+        return self._findings
+
+    @property
+    def selected(self) -> list[int]:
+        """Indices (into the features passed) of the points selected in the browser."""
+        return list(self._selected)
+
+    def _work(self) -> None:
+        try:
+            self._analyse()
+            if self.method != "pca":
+                self._refine()
+        except Exception as exc:  # shown in the view; the preview stays
+            self.error = f"{NAMES.get(self.method, self.method)} failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._analysed.set()
+            self.stage, self._running = "", False
+            self._push()
+            self._refresh_static()
+            self._done.set()
+
+    def _analyse(self) -> None:
+        x = self.features.values
+        if self.images is not None:
+            self._set_stage("making thumbnails")
+            self.thumbs, why = thumbnails(self.images, len(x))
+            self.notes += [why] if why else []
+        self._set_stage("finding each point's nearest neighbours")
+        self._geometry = feature_geometry(x, self.labels)
+        self._findings = geometry_findings(self._geometry, self.features.rows)
+        self._analysed.set()
+        self.quality = layout_quality(x, self.layout, self._geometry)
+        self._push()
+
+    def _refine(self) -> None:
+        x = self.features.values
+        layout = unit_box(refined_layout(x, self.method, self.params, stage=self._set_stage))
+        self._set_stage("measuring the picture")
+        quality = layout_quality(x, layout, self._geometry)
+        self.layout, self.layout_name, self.quality = layout, NAMES[self.method], quality
+
+    def _set_stage(self, text: str) -> None:
+        self.stage = text
+        self._push()
+
+    def _push(self) -> None:
+        w = self._widget
+        if w is None:
+            return
+        with w.hold_sync():
+            w.x, w.y = _f32(self.layout[:, 0]), _f32(self.layout[:, 1])
+            w.layout_name = self.layout_name
+            w.stage, w.error, w.busy = self.stage, self.error, self._running
+            w.info_html = self._info_html()
+            if len(w.thumbs) != len(self.thumbs):
+                w.thumbs = list(self.thumbs)
+
+    def _build_widget(self) -> Any:
+        c = self.classes
+        widget = _widget_class()(
+            x=_f32(self.layout[:, 0]), y=_f32(self.layout[:, 1]),
+            rows=self.features.rows.astype("<i4").tobytes(), class_names=c.names,
+            labels=_i32(c.labels), predictions=_i32(c.predictions),
+            losses=_f32(self.losses), thumbs=list(self.thumbs),
+            layout_name=self.layout_name, stage=self.stage, error=self.error,
+            busy=self._running,
+            info_html=self._info_html(), color_by=self._default_colour())
+        widget.observe(self._on_selection, names="selected")
+        return widget
+
+    def _default_colour(self) -> str:
+        if self.labels is not None:
+            return "label"
+        return "prediction" if self.predictions is not None else (
+            "loss" if self.losses is not None else "none")
+
+    def _on_selection(self, change: dict) -> None:
+        positions = [p for p in change["new"] if 0 <= p < len(self.features.rows)]
+        self._selected = self.features.rows[positions].tolist()
+
+    def _info_html(self) -> str:
+        head = (f"<b>{len(self.layout):,} points</b> &middot; {self.features.values.shape[1]} "
+                f"dimensions &middot; layout: {html.escape(self.layout_name)}")
+        notes = "".join(f'<div class="vd-note">{html.escape(t)}</div>' for t in self.notes)
+        error = (f'<div class="vd-note" style="color:#c62828">{html.escape(self.error)}</div>'
+                 if self.error else "")
+        found = (findings_html(self._findings, empty="No problems found in the geometry.")
+                 if self._analysed.is_set() else '<div class="vd-note">findings: working…</div>')
+        quality = quality_html(self.quality, self.layout_name) if self.quality else ""
+        return f'<div class="vd-emb-info">{head}{notes}{error}{quality}{found}</div>'
+
+    def _static_html(self) -> str:
+        colours = point_colours(self.classes, self.losses, len(self.layout))
+        picture = scatter_png(self.layout, colours)
+        status = "" if not self._running else (
+            f'<div class="vd-note">refining with {NAMES.get(self.method)} '
+            "(this picture is the PCA preview)</div>")
+        return (f'<div class="vd-emb-static" style="display:flex;gap:16px;flex-wrap:wrap">'
+                f'<div><img src="{picture}" width="420" height="420" alt="embedding layout" '
+                f'style="border:1px solid #ddd">{legend_html(self.classes)}{status}</div>'
+                f"<div style=\"max-width:520px\">{self._info_html()}</div></div>")
+
+    def _ipython_display_(self) -> None:
+        """Like every view (static twin, then the widget), with the static twin kept as a
+        display that the finished refinement updates."""
+        from IPython.display import display
+
+        widget = self.widget if renderer() == "widget" else None
+        if widget is None or renderer() == "text":
+            self._display = display(self._repr_mimebundle_(), raw=True, display_id=True)
+            return
+        widget.fallback_id = self._fallback_id = uuid.uuid4().hex
+        self._display = display(self._static_bundle(self._fallback_id), raw=True,
+                                display_id=True)
+        display(widget)
+
+    def _refresh_static(self) -> None:
+        handle = self._display
+        if handle is None:
+            return
+        try:
+            bundle = (self._static_bundle(self._fallback_id) if self._fallback_id
+                      else self._repr_mimebundle_())
+            handle.update(bundle, raw=True)
+        except Exception:  # a closed front end: the live widget still has the layout
+            pass
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else f"refining: {self.stage}"
+        return (f"EmbeddingView({len(self.layout)} points, {self.layout_name}, {state}, "
+                f"findings: {', '.join(self._findings.codes) or 'none'})")
+
+
+def _as_losses(values: np.ndarray) -> np.ndarray:
+    from ..errors import VizdebugTypeError
+
+    if values.dtype.kind not in "biuf":
+        raise VizdebugTypeError(f"losses must be numbers, got dtype {values.dtype}")
+    return values.astype(np.float64)
+
+
+def _take(images: Any, rows: np.ndarray, n: int) -> Any:
+    """The images of the kept rows (all of them when no row was dropped)."""
+    if images is None or len(rows) == n:
+        return images
+    if isinstance(images, np.ndarray) or is_tensor(images):
+        return images[rows]
+    return [images[i] for i in rows.tolist()]
+
+
+def _f32(values: np.ndarray | None) -> bytes:
+    return b"" if values is None else np.asarray(values, dtype="<f4").tobytes()
+
+
+def _i32(values: np.ndarray | None) -> bytes:
+    return b"" if values is None else np.asarray(values, dtype="<i4").tobytes()
+
+
+@lru_cache(maxsize=1)
+def _widget_class() -> type:
+    import anywidget
+    import traitlets
+
+    class EmbeddingWidget(anywidget.AnyWidget):
+        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
+        _css = _asset("embeddings.css")
+        x = traitlets.Bytes(b"").tag(sync=True)
+        y = traitlets.Bytes(b"").tag(sync=True)
+        rows = traitlets.Bytes(b"").tag(sync=True)
+        labels = traitlets.Bytes(b"").tag(sync=True)
+        predictions = traitlets.Bytes(b"").tag(sync=True)
+        losses = traitlets.Bytes(b"").tag(sync=True)
+        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        layout_name = traitlets.Unicode("").tag(sync=True)
+        stage = traitlets.Unicode("").tag(sync=True)
+        error = traitlets.Unicode("").tag(sync=True)
+        busy = traitlets.Bool(False).tag(sync=True)
+        info_html = traitlets.Unicode("").tag(sync=True)
+        color_by = traitlets.Unicode("label").tag(sync=True)
+        selected = traitlets.List(traitlets.Int()).tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)
+
+    return EmbeddingWidget
+
+
+def show_embeddings(features: Any, *, labels=None, images=None, predictions=None, losses=None,
+                    method: str = "auto", **params: Any) -> EmbeddingView:
+    """Show a representation as points in 2-D: a PCA preview at once, refined in the
+    background with t-SNE or UMAP; hover, colour and select in the browser.
+
+    Parameters
+    ----------
+    features
+        ``n x d`` array, tensor or DataFrame (numeric columns); 1-D is one dimension, more
+        dimensions are flattened per point; rows with NaN/inf are left out and named.
+    labels, predictions
+        One class per point (predictions may be ``n x c`` scores: the argmax is used).
+    images
+        The inputs (``N x H x W`` or ``N x C x H x W``), shown as thumbnails on hover.
+    losses
+        One loss per point.
+    method
+        ``"auto"`` (t-SNE up to 5,000 points, UMAP above), ``"pca"``, ``"tsne"``, ``"umap"``.
+    **params
+        Passed to ``sklearn.manifold.TSNE`` or ``umap.UMAP`` (``perplexity=50``,
+        ``n_neighbors=30``, ...).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).normal(size=(60, 8))
+    >>> view = show_embeddings(x, labels=np.arange(60) % 3, method="pca")
+    >>> view.wait().quality["trustworthiness"] > 0.5
+    True
+    """
+    return EmbeddingView.from_arrays(features, labels=labels, images=images,
+                                     predictions=predictions, losses=losses, method=method,
+                                     **params)

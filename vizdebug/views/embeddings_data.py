@@ -1,0 +1,153 @@
+"""What the embedding view sends to the browser: classes, thumbnails, and the static picture.
+
+Pure helpers (arrays in, arrays or strings out) under :mod:`vizdebug.views.embeddings`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+THUMB_MAX = 20000  # more thumbnails than this would make the page too heavy
+THUMB_SIZE = 64
+PICTURE_PX = 420
+# tab20, reordered so the first ten are tab10: colours stay apart for up to 20 classes
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+           "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5")
+NO_CLASS = "#bbbbbb"
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Labels and predictions as codes into one list of names (-1: none), so a class has
+    the same colour whichever of the two the points are coloured by."""
+
+    names: list[str]
+    labels: np.ndarray | None
+    predictions: np.ndarray | None
+
+
+def class_codes(labels: np.ndarray | None, predictions: np.ndarray | None) -> Classes:
+    """Codes of labels and predictions in one shared class list.
+
+    >>> c = class_codes(np.array([2, 0, 2]), np.array([0, 0, 1]))
+    >>> c.names, c.labels.tolist(), c.predictions.tolist()
+    (['0', '1', '2'], [2, 0, 2], [0, 0, 1])
+    """
+    given = [v for v in (labels, predictions) if v is not None]
+    if not given:
+        return Classes([], None, None)
+    joint = np.concatenate([np.asarray(v, dtype=object) for v in given])
+    try:
+        names, codes = np.unique(joint, return_inverse=True)
+    except TypeError:  # mixed types: compare as text
+        names, codes = np.unique(joint.astype(str), return_inverse=True)
+    codes = codes.reshape(-1).astype(np.int32)
+    first = codes[: len(given[0])]
+    second = codes[len(given[0]):] if len(given) == 2 else None
+    text = [_text(v) for v in names.tolist()]
+    if labels is None:
+        return Classes(text, None, first)
+    return Classes(text, first, second)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def thumbnails(images: Any, n: int) -> tuple[list[str], str]:
+    """One small data-URI picture per point, or ``([], why not)``.
+
+    Examples
+    --------
+    >>> uris, note = thumbnails(np.random.rand(3, 8, 8), 3)
+    >>> len(uris), uris[0][:22], note
+    (3, 'data:image/png;base64,', '')
+    """
+    if images is None:
+        return [], ""
+    if n > THUMB_MAX:
+        return [], f"no thumbnails: {n:,} points is more than {THUMB_MAX:,}"
+    from ..analysis.images import infer_scaling, to_display
+    from ..data.batch import make_batch
+    from ._imaging import encode
+
+    shape = getattr(images, "shape", ())
+    layout = "NHW" if len(shape) == 3 and shape[0] == n else "auto"  # (3, 8, 8): 3 pictures
+    batch = make_batch(images, layout=layout, what="images")
+    if batch.kind != "image" or len(batch) != n:
+        return [], (f"no thumbnails: images of shape {shape} are not {n} pictures "
+                    "(pass N x H x W or N x C x H x W)")
+    scaling = infer_scaling(batch.images) if batch.images is not None else None
+    uris = []
+    for item in batch.items:
+        shown = to_display(item, scaling or infer_scaling(item[None]))
+        uris.append(encode(shown, THUMB_SIZE)[0])
+    return uris, ""
+
+
+def point_colours(classes: Classes, losses: np.ndarray | None, n: int) -> np.ndarray:
+    """``n x 3`` uint8 colours for the static picture: by label, else prediction, else loss."""
+    codes = classes.labels if classes.labels is not None else classes.predictions
+    if codes is not None:
+        table = np.array([_rgb(PALETTE[i % len(PALETTE)]) for i in range(max(1, len(classes.names)))]
+                         + [_rgb(NO_CLASS)], dtype=np.uint8)
+        return table[np.where(codes >= 0, codes, len(table) - 1)]
+    if losses is not None and np.isfinite(losses).any():
+        rank = np.argsort(np.argsort(np.nan_to_num(losses, nan=-np.inf))) / max(1, n - 1)
+        low, high = np.array(_rgb("#2c7bb6")), np.array(_rgb("#d7191c"))
+        return (low + rank[:, None] * (high - low)).astype(np.uint8)
+    return np.tile(np.array(_rgb(PALETTE[0]), dtype=np.uint8), (n, 1))
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def scatter_png(xy: np.ndarray, colours: np.ndarray, px: int = PICTURE_PX) -> str:
+    """The points (in [-1, 1]) drawn as 2 x 2 dots on white, as a PNG data URI; later
+    points drawn over earlier ones, like the live view.
+
+    >>> scatter_png(np.zeros((1, 2), np.float32), np.zeros((1, 3), np.uint8))[:22]
+    'data:image/png;base64,'
+    """
+    from PIL import Image
+
+    canvas = np.full((px, px, 3), 255, dtype=np.uint8)
+    col = np.clip(((xy[:, 0] + 1) / 2 * (px - 2)).astype(int), 0, px - 2)
+    row = np.clip(((1 - xy[:, 1]) / 2 * (px - 2)).astype(int), 0, px - 2)
+    for dr in (0, 1):
+        for dc in (0, 1):
+            canvas[row + dr, col + dc] = colours
+    buf = io.BytesIO()
+    Image.fromarray(canvas, "RGB").save(buf, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def legend_html(classes: Classes, limit: int = 20) -> str:
+    """Class swatches, names escaped."""
+    items = [f'<span class="vd-emb-key"><i style="background:{PALETTE[i % len(PALETTE)]}"></i>'
+             f"{html.escape(name)}</span>" for i, name in enumerate(classes.names[:limit])]
+    more = len(classes.names) - limit
+    tail = f'<span class="vd-note"> and {more} more classes</span>' if more > 0 else ""
+    return f'<div class="vd-emb-legend">{"".join(items)}{tail}</div>'
+
+
+def quality_html(quality: dict[str, float | None], method: str) -> str:
+    """The quality figures as a small table."""
+    def cell(v: float | None) -> str:
+        return "&ndash;" if v is None or v != v else f"{v:.3f}"
+
+    rows = [("trustworthiness of the picture (k=5)", quality.get("trustworthiness")),
+            ("kNN accuracy of labels, features (k=10)", quality.get("knn_features")),
+            (f"kNN accuracy of labels, {html.escape(method)} picture", quality.get("knn_layout"))]
+    body = "".join(f"<tr><td>{name}</td><td>{cell(v)}</td></tr>" for name, v in rows)
+    return f'<table class="vd-table vd-emb-quality">{body}</table>'

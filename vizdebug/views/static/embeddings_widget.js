@@ -1,0 +1,241 @@
+// Client side of EmbeddingView. Points arrive as float32 bytes; colouring, hover (label,
+// prediction, loss, thumbnail), lasso selection and the animated swap from the PCA preview
+// to the refined layout all happen here, so they work while the kernel is busy.
+// Drawing: regl-scatterplot (vendored, WebGL), in module scope as vdReglScatterplot.
+// User strings (class names) only ever go into textContent; info_html is escaped by the
+// kernel.
+const VD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+  "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5"];
+const VD_NONE = "#bbbbbb";
+const VD_LOSS_BINS = 32;
+const VD_STRIP_MAX = 48;
+
+function vdArray(value, Kind) {
+  if (!value || !value.byteLength) return null;
+  const buf = value.buffer ? value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength) : value;
+  return new Kind(buf);
+}
+
+function vdLossRamp(t) {  // blue (low) to red (high) through pale yellow
+  const a = [44, 123, 182], m = [255, 255, 191], b = [215, 25, 28];
+  const [p, q, s] = t < 0.5 ? [a, m, t * 2] : [m, b, (t - 0.5) * 2];
+  return "#" + p.map((v, i) => Math.round(v + (q[i] - v) * s).toString(16).padStart(2, "0")).join("");
+}
+
+function vdData(model) {
+  return {
+    x: vdArray(model.get("x"), Float32Array), y: vdArray(model.get("y"), Float32Array),
+    rows: vdArray(model.get("rows"), Int32Array), labels: vdArray(model.get("labels"), Int32Array),
+    preds: vdArray(model.get("predictions"), Int32Array),
+    losses: vdArray(model.get("losses"), Float32Array), names: model.get("class_names"),
+  };
+}
+
+// One categorical code per point and the colour of each code, for a colouring.
+function vdEncoding(d, by) {
+  const n = d.x.length, codes = new Float32Array(n);
+  const nc = Math.max(1, d.names.length);
+  const classColours = Array.from({ length: nc }, (_, i) => VD_PALETTE[i % VD_PALETTE.length]);
+  if ((by === "label" && d.labels) || (by === "prediction" && d.preds)) {
+    const src = by === "label" ? d.labels : d.preds;
+    for (let i = 0; i < n; i++) codes[i] = src[i] >= 0 ? src[i] : nc;
+    return { codes, colours: [...classColours, VD_NONE] };
+  }
+  if (by === "correct" && d.labels && d.preds) {
+    for (let i = 0; i < n; i++) codes[i] = d.labels[i] < 0 || d.preds[i] < 0 ? 2 : (d.labels[i] === d.preds[i] ? 0 : 1);
+    return { codes, colours: ["#2ca02c", "#d62728", VD_NONE] };
+  }
+  if (by === "loss" && d.losses) {
+    const order = Array.from(d.losses.keys()).filter((i) => Number.isFinite(d.losses[i]));
+    order.sort((i, j) => d.losses[i] - d.losses[j]);
+    codes.fill(VD_LOSS_BINS);
+    order.forEach((i, r) => { codes[i] = Math.min(VD_LOSS_BINS - 1, Math.floor(r * VD_LOSS_BINS / order.length)); });
+    const ramp = Array.from({ length: VD_LOSS_BINS }, (_, i) => vdLossRamp(i / (VD_LOSS_BINS - 1)));
+    return { codes, colours: [...ramp, VD_NONE] };
+  }
+  return { codes, colours: [VD_PALETTE[0]] };
+}
+
+function vdEl(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function vdControls(model, d) {
+  const bar = vdEl("div", "vd-emb-bar");
+  const pick = vdEl("select", "vd-emb-colour");
+  const options = [["label", d.labels], ["prediction", d.preds], ["loss", d.losses],
+    ["correct", d.labels && d.preds], ["none", true]];
+  for (const [name, ok] of options) {
+    if (!ok) continue;
+    const o = vdEl("option", "", name === "correct" ? "correct / wrong" : name);
+    o.value = name;
+    pick.append(o);
+  }
+  pick.value = model.get("color_by");
+  const lasso = vdEl("button", "vd-emb-lasso", "lasso select");
+  const clear = vdEl("button", "vd-emb-clear", "clear selection");
+  const status = vdEl("span", "vd-emb-status");
+  bar.append(vdEl("span", "", "colour by "), pick, lasso, clear, status);
+  return { bar, pick, lasso, clear, status };
+}
+
+function vdTooltipText(d, i) {
+  const lines = [`#${d.rows ? d.rows[i] : i}`];
+  const name = (codes) => (codes && codes[i] >= 0 ? String(d.names[codes[i]]) : null);
+  if (d.labels) lines.push(`label: ${name(d.labels) ?? "none"}`);
+  if (d.preds) lines.push(`prediction: ${name(d.preds) ?? "none"}`);
+  if (d.losses) lines.push(`loss: ${Number.isFinite(d.losses[i]) ? d.losses[i].toPrecision(4) : "none"}`);
+  return lines;
+}
+
+function vdShowTip(tip, d, thumbs, i, at) {
+  tip.replaceChildren();
+  if (thumbs[i]) {
+    const img = vdEl("img");
+    img.src = thumbs[i];
+    tip.append(img);
+  }
+  for (const line of vdTooltipText(d, i)) tip.append(vdEl("div", "", line));
+  tip.dataset.point = String(i);
+  tip.style.left = `${at[0] + 14}px`;
+  tip.style.top = `${at[1] + 14}px`;
+  tip.style.display = "block";
+}
+
+function vdStrip(strip, d, thumbs, points) {
+  strip.replaceChildren();
+  if (!points.length) return;
+  strip.append(vdEl("div", "vd-note", `${points.length} selected (view.selected in Python)`));
+  for (const i of points.slice(0, VD_STRIP_MAX)) {
+    const cell = vdEl("figure", "vd-emb-cell");
+    if (thumbs[i]) { const img = vdEl("img"); img.src = thumbs[i]; cell.append(img); }
+    cell.append(vdEl("figcaption", "", vdTooltipText(d, i).slice(0, 2).join(" ")));
+    strip.append(cell);
+  }
+  if (points.length > VD_STRIP_MAX) strip.append(vdEl("span", "vd-note", `+${points.length - VD_STRIP_MAX} more`));
+}
+
+function vdStatus(model, status, t0) {
+  const busy = model.get("busy");
+  const err = model.get("error");
+  const secs = ((Date.now() - t0) / 1000).toFixed(0);  // the browser's clock: kernels may be remote
+  status.classList.toggle("vd-emb-busy", busy);
+  status.textContent = ` ${model.get("layout_name")}` +
+    (busy ? ` \u00b7 ${model.get("stage") || "working"}\u2026 ${secs} s` : "") + (err ? ` \u00b7 ${err}` : "");
+}
+
+function render({ model, el }) {
+  let d = vdData(model);
+  const root = vdEl("div", "vd-emb");
+  const c = vdControls(model, d);
+  const stage = vdEl("div", "vd-emb-stage");
+  const canvas = vdEl("canvas", "vd-emb-canvas");
+  const tip = vdEl("div", "vd-emb-tip");
+  const legend = vdEl("div", "vd-emb-legend");
+  const strip = vdEl("div", "vd-emb-strip");
+  const info = vdEl("div", "vd-emb-side");
+  stage.append(canvas, tip);
+  const main = vdEl("div", "vd-emb-main");
+  main.append(vdEl("div", "vd-emb-left"), info);
+  main.firstChild.append(stage, legend);
+  root.append(c.bar, main, strip);
+  el.appendChild(root);
+
+  let plot = null;
+  let mouse = [0, 0];
+  const t0 = Date.now();
+  const points = () => {
+    const enc = vdEncoding(d, model.get("color_by"));
+    return [{ x: d.x, y: d.y, valueA: enc.codes }, enc.colours];
+  };
+  const drawLegend = () => {
+    legend.replaceChildren();
+    const by = model.get("color_by");
+    if (by !== "label" && by !== "prediction") return;
+    d.names.slice(0, 20).forEach((name, i) => {
+      const key = vdEl("span", "vd-emb-key");
+      const sw = vdEl("i");
+      sw.style.background = VD_PALETTE[i % VD_PALETTE.length];
+      key.append(sw, document.createTextNode(String(name)));
+      legend.append(key);
+    });
+  };
+  const recolour = () => {
+    if (!plot) return;
+    const [pts, colours] = points();
+    plot.set({ pointColor: colours, colorBy: "valueA" });
+    plot.draw(pts, { preventFilterReset: true, zDataType: "categorical" });
+    drawLegend();
+  };
+  let pending = false;
+  const relayout = () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      d = vdData(model);
+      if (!plot) return;
+      const [pts] = points();
+      plot.draw(pts, { transition: true, transitionDuration: 750, preventFilterReset: true, zDataType: "categorical" });
+    });
+  };
+
+  function start(tries) {
+    if (!el.isConnected || stage.clientWidth === 0) {
+      if (tries < 200) setTimeout(() => start(tries + 1), 50);
+      return;
+    }
+    const n = d.x.length;
+    try {
+      plot = vdReglScatterplot.createScatterplot({
+        canvas, width: "auto", height: "auto", pointSize: n > 50000 ? 2 : n > 5000 ? 3 : n > 500 ? 5 : 7,
+        opacity: n > 20000 ? 0.7 : 0.9, backgroundColor: "#ffffff", lassoColor: "#333333",
+        pointColorHover: "#000000", pointColorActive: "#000000", showReticle: false,
+      });
+    } catch (err) {
+      c.status.textContent = ` cannot draw: WebGL is not available here (${err.message}); the static picture above shows the layout`;
+      return;
+    }
+    el.__vdPlot = plot;  // for tests and debugging in the console
+    plot.subscribe("pointOver", (i) => vdShowTip(tip, d, model.get("thumbs"), i, mouse));
+    plot.subscribe("pointOut", () => { tip.style.display = "none"; });
+    plot.subscribe("select", ({ points: sel }) => {
+      model.set("selected", Array.from(sel));
+      model.save_changes();
+      vdStrip(strip, d, model.get("thumbs"), Array.from(sel));
+    });
+    plot.subscribe("deselect", () => {
+      model.set("selected", []);
+      model.save_changes();
+      vdStrip(strip, d, model.get("thumbs"), []);
+    });
+    recolour();
+  }
+  stage.addEventListener("mousemove", (e) => {
+    const r = stage.getBoundingClientRect();
+    mouse = [e.clientX - r.left, e.clientY - r.top];
+  });
+  c.pick.addEventListener("change", () => { model.set("color_by", c.pick.value); model.save_changes(); recolour(); });
+  c.lasso.addEventListener("click", () => {
+    if (!plot) return;
+    const on = plot.get("mouseMode") !== "lasso";
+    plot.set({ mouseMode: on ? "lasso" : "panZoom" });
+    c.lasso.classList.toggle("vd-on", on);
+  });
+  c.clear.addEventListener("click", () => plot && plot.deselect());
+  const showInfo = () => { info.innerHTML = model.get("info_html"); vdStatus(model, c.status, t0); };
+  model.on("change:x", relayout);
+  model.on("change:y", relayout);
+  model.on("change:info_html", showInfo);
+  for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, () => vdStatus(model, c.status, t0));
+  const timer = setInterval(() => { if (!el.isConnected && plot) return; vdStatus(model, c.status, t0); }, 500);
+  showInfo();
+  drawLegend();
+  start(0);
+  return () => { clearInterval(timer); if (plot) plot.destroy(); };
+}
+export default { render };
