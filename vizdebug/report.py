@@ -70,7 +70,7 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise VizdebugError(f"cannot write the report to {str(path)!r}: {exc}") from exc
     return path
 

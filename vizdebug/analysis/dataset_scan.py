@@ -34,8 +34,9 @@ def _resolve(dataset: Any) -> Any:
         return inner  # a DataLoader: scan the samples it draws from
     if isinstance(dataset, tuple) and len(dataset) == 2 and hasattr(dataset[0], "__len__"):
         xs, ys = dataset
-        if len(xs) != len(ys):
-            raise VizdebugError(f"inputs have {len(xs)} rows but labels {len(ys)}; they must match")
+        n_x, n_y = _length(xs, "the inputs of (X, y)"), _length(ys, "the labels of (X, y)")
+        if n_x != n_y:
+            raise VizdebugError(f"inputs have {n_x} rows but labels {n_y}; they must match")
         return _Paired(xs, ys)
     if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
         raise VizdebugTypeError(
@@ -45,13 +46,12 @@ def _resolve(dataset: Any) -> Any:
     return dataset
 
 
-def _length(ds: Any) -> int:
+def _length(ds: Any, what: str = "the dataset") -> int:
     try:
-        n = len(ds)
-    except Exception as exc:  # a __len__ that raises or returns a non-number
-        raise VizdebugTypeError(f"len() of {describe(ds)} failed: {type(exc).__name__}: "
-                                f"{str(exc)[:200]}") from None
-    return n
+        return len(ds)
+    except Exception as exc:  # a 0-d array, a __len__ that raises or returns a non-number
+        raise VizdebugTypeError(f"len() of {what} ({describe(ds)}) failed: "
+                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 class _Paired:

@@ -171,7 +171,7 @@ def _object_array(arr: np.ndarray, what: str) -> np.ndarray:
         )
     try:
         return arr.astype(np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         kinds = sorted({type(v).__name__ for v in flat[:1000]})
         raise VizdebugTypeError(
             f"{what} has dtype object mixing {kinds}; images must be numeric ({exc})"

@@ -55,6 +55,8 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
             return None  # regression vectors, target images, masks: no class ids
         arr = arr.argmax(axis=1)  # one-hot or soft labels
     arr = arr.reshape(-1) if arr.ndim > 1 and arr.size == n else arr
+    if arr.ndim > 1 and arr.shape[0] == n:
+        return None  # empty targets, (N, 0): nothing to caption
     if arr.ndim == 0 or len(arr) != n:
         raise VizdebugError(
             f"{what} has {n} inputs but {arr.size} labels ({describe(y)}); they must match"
