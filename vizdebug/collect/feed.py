@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .session import Session
 
 BATCH_INTERVAL = 30.0      # seconds between two captured batches handed over
+LOADER_INTERVAL = 2.0      # seconds between two loader snapshots (a whole record each time;
+#                            the store writes every 0.5 s for the logged points' sake)
 MAX_BATCH_BYTES = 8 << 20  # a captured batch larger than this is cut to its first items
 
 
@@ -60,6 +62,7 @@ class StoreFeed:
         self._events: list[dict[str, Any]] | None = None
         self._errors: list[tuple[str, str, int]] | None = None
         self._loader_batches = 0
+        self._loader_at = -1e9
         self._batch_at = -1e9
         self._captured_ids: set[int] = set()
 
@@ -85,7 +88,8 @@ class StoreFeed:
             session.hooks.read_sealed()
         return RunDelta(samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
-                        loader=self._new_loader(session), batch=self._batch(session, final),
+                        loader=self._new_loader(session, final),
+                        batch=self._batch(session, final),
                         failed=session.failed)
 
     def _samples(self, session: Session) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -121,11 +125,13 @@ class StoreFeed:
         self._errors = errors
         return errors
 
-    def _new_loader(self, session: Session) -> dict[str, Any] | None:
-        batches = session.tap.batches
+    def _new_loader(self, session: Session, final: bool) -> dict[str, Any] | None:
+        batches, now = session.tap.batches, time.monotonic()
         if not batches or batches == self._loader_batches:
             return None
-        self._loader_batches = batches
+        if not final and now - self._loader_at < LOADER_INTERVAL:
+            return None
+        self._loader_batches, self._loader_at = batches, now
         return session.loader_record()
 
     def _batch(self, session: Session, final: bool) -> list[np.ndarray]:

@@ -50,7 +50,7 @@ from .schema import (
 if TYPE_CHECKING:
     import pandas as pd
 
-STALE_AFTER = 5.0   # write intervals without a heartbeat before a "running" run whose
+STALE_AFTER = 4.0   # write intervals without a heartbeat before a "running" run whose
 #                     writer's liveness cannot be asked (no file lock) counts as interrupted
 HUNG_AFTER = 30.0   # seconds without a heartbeat before a writer that is alive counts as hung
 
@@ -255,9 +255,9 @@ class Run(Viewable):
 
     def _blobs(self, *names: str) -> dict[str, Any]:
         marks = ",".join("?" * len(names))
-        rows = self._query(f"SELECT name, kind, data FROM blobs WHERE name IN ({marks})", names)
+        rows = self._query(f"SELECT name, data FROM blobs WHERE name IN ({marks})", names)
         out = {}
-        for name, kind, data in rows:  # these are JSON (an array here is damage)
+        for name, data in rows:  # these are JSON (an array here is damage)
             try:
                 out[name] = from_json(data, name)
             except DamagedRun as exc:

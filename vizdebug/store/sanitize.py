@@ -98,6 +98,8 @@ def clean_errors(value: Any) -> list[tuple[str, str, int]]:
     return [tuple(e) for e in value]
 
 
+_LOADER_DEFAULTS = {"wait": np.empty(0), "compute": np.empty(0), "total_wait": 0.0,
+                    "total_compute": 0.0, "batches": 0}
 _LOADER_KINDS = {"wait": 1, "compute": 1, "batch_steps": 1, "batch_stats": 2}
 
 
@@ -105,10 +107,7 @@ def clean_loader(record: dict[str, Any]) -> dict[str, Any]:
     """The loader tap's record as the rules and the dashboard read it."""
     if not record:
         return {}
-    missing = [k for k in ("wait", "compute", "total_wait", "total_compute", "batches")
-               if k not in record]
-    if missing:
-        raise DamagedRun("blobs", f"the stored loader record lacks {', '.join(missing)}")
+    record = {**_LOADER_DEFAULTS, **record}  # the views and rules index these
     for key, ndim in _LOADER_KINDS.items():
         value = record.get(key)
         if value is not None and not (isinstance(value, np.ndarray) and value.ndim == ndim):

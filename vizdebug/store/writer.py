@@ -44,7 +44,7 @@ from .claim import claim, release, store_path
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
 INTERVAL = 0.5            # seconds between writes (at most about this much is lost to a kill)
-CLOSE_WAIT = 1.0          # seconds close() may wait for a lock another process holds
+CLOSE_WAIT = 1.0          # seconds close() waits for a lock another process holds
 LATE_CLOSE = 60.0         # seconds a close that could not write keeps trying in the background
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
 CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
@@ -284,7 +284,9 @@ class RunWriter:
         if self.closed or os.getpid() != self._pid:
             return
         deadline = time.monotonic() + CLOSE_WAIT
-        if self._lock.acquire(timeout=CLOSE_WAIT):
+        # A write in progress ends soon (it waits on other processes 0.25 s at most); its
+        # own work, a long backlog, is not a lock held elsewhere and is waited for.
+        if self._lock.acquire(timeout=LATE_CLOSE):
             try:
                 self._final_write(state, deadline)
             finally:
