@@ -5,7 +5,9 @@ Tables
 ``meta(key, value)``
     JSON values: format version, what was watched (module and parameter paths), the
     sampling setting, the process (pid, host, rank, world size), the state (``running``,
-    ``closed``, ``failed``) and a heartbeat that the writer renews on every write.
+    ``closed``, ``ended``, ``failed``), a heartbeat that the writer renews on every write,
+    ``locked`` (the writer holds an exclusive ``flock`` on the file while it lives, see
+    :mod:`~vizdebug.store.claim`) and ``dropped_points``.
 ``scalars(step, name, value, time)``
     Every logged point, appended (no thinning on disk).
 ``samples(kind, first_step, last_step, steps, rows)``
@@ -19,7 +21,8 @@ Tables
 
 Arrays are stored as ``.npy`` bytes written and read with ``allow_pickle=False``; other
 values as JSON. Nothing in a run file is ever unpickled, so opening a run from someone else
-cannot execute code.
+cannot execute code, and a ``.npy`` header is checked against the bytes that follow it
+before anything is allocated.
 """
 
 from __future__ import annotations

@@ -22,11 +22,9 @@ the lock.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import platform
-import sys
 import threading
 import time
 import weakref
@@ -41,6 +39,7 @@ import numpy as np
 from ..errors import VizdebugError
 from ..records import RunDelta, ScalarChunk
 from .claim import claim, release, store_path
+from .registry import OPEN, finish_later, supersede
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
 INTERVAL = 0.5            # seconds between writes (at most about this much is lost to a kill)
@@ -49,7 +48,6 @@ LATE_CLOSE = 60.0         # seconds a close that could not write keeps trying in
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
 CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
 
-_OPEN: weakref.WeakSet = weakref.WeakSet()
 __all__ = ["RunWriter", "store_path"]
 
 
@@ -83,7 +81,7 @@ class RunWriter:
         self._lock = threading.Lock()
         self._queue: deque[ScalarChunk] = deque(maxlen=MAX_QUEUED)
         self._held: list[ScalarChunk] = []  # taken by a write that has not committed yet
-        self.dropped = 0
+        self.dropped = self._dropped_reported = 0
         self._unwritten = replace(start, meta={})  # handed over, not yet committed
         self._batch_slot = 0
         self.ticks = 0
@@ -93,12 +91,12 @@ class RunWriter:
         self.closing: str | None = None  # the final state while a late close goes on
         self.last_error: BaseException | None = None
         self._stop = threading.Event()
-        _supersede(Path(os.path.realpath(path)))
+        supersede(Path(os.path.realpath(path)))
         self.path, self._lock_fd = claim(path)
         self._open(start)
         self._thread = threading.Thread(target=_write_loop, args=(weakref.ref(self),),
                                         name="vizdebug-store", daemon=True)
-        _OPEN.add(self)
+        OPEN.add(self)
 
     def _open(self, start: RunDelta) -> None:
         try:
@@ -169,6 +167,12 @@ class RunWriter:
     def _tick(self, final_state: str | None, *, report: bool) -> bool:
         """One write under ``self._lock``; True when it committed."""
         start = time.thread_time()
+        if self.dropped > self._dropped_reported:  # the bounded queue overflowed
+            self._dropped_reported = self.dropped
+            self._report(VizdebugError(
+                "the oldest logged points were dropped: the run file could not be written "
+                "for a while and the queue of points was full (the run's dropped_points "
+                "counts them)"))
         try:
             if self._take_delta is not None:
                 self._absorb(self._take_delta(final_state is not None))
@@ -297,7 +301,7 @@ class RunWriter:
                 f"{self.unwritten()} not written yet: the run file {str(self.path)!r} stayed "
                 f"locked for {CLOSE_WAIT:g} s ({self.last_error or 'a write in progress'}; "
                 f"another process holds it?); retrying in the background for {LATE_CLOSE:g} s"))
-            threading.Thread(target=_finish_later, args=(self,), daemon=True,
+            threading.Thread(target=finish_later, args=(self, LATE_CLOSE), daemon=True,
                              name="vizdebug-store-close").start()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -328,7 +332,7 @@ class RunWriter:
 
     def _close_connection(self) -> None:
         self.closed = True
-        _OPEN.discard(self)
+        OPEN.discard(self)
         # A finished run becomes one self-contained file (no -wal/-shm beside it) to copy
         # or share; while a reader holds it open this fails at once, harmlessly, and WAL
         # stays.
@@ -337,11 +341,6 @@ class RunWriter:
             self._conn.execute("PRAGMA journal_mode=DELETE")
         with contextlib.suppress(Exception):
             self._conn.close()
-        release(self._lock_fd)
-        self._lock_fd = None
-
-    def forget_in_child(self) -> None:
-        """In a forked child: drop this process's copy of the lock, never write."""
         release(self._lock_fd)
         self._lock_fd = None
 
@@ -356,42 +355,3 @@ def _write_loop(ref: weakref.ref) -> None:
         del writer
         if stop.wait(interval):
             return
-
-
-def _finish_later(writer: RunWriter) -> None:
-    """A close that could not write: try again every interval, then give up."""
-    end = time.monotonic() + LATE_CLOSE
-    while time.monotonic() < end and not writer.closed:
-        time.sleep(writer.interval)
-        with writer._lock:
-            if writer.closing is not None and writer._final_write(writer.closing, 0.0):
-                return
-    writer.give_up(f"its database stayed locked for {LATE_CLOSE:g} s")
-
-
-def _supersede(path: Path) -> None:
-    """A new writer of ``path`` in this process ends an earlier one's late close."""
-    for writer in list(_OPEN):
-        if writer.closing is not None and writer.path == path:
-            writer.give_up("a new run of this process replaces it")
-
-
-def _forget_all_in_child() -> None:
-    for writer in list(_OPEN):
-        writer.forget_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_all_in_child)
-
-
-@atexit.register
-def _close_all_at_exit() -> None:
-    """A script that ends without ``session.close()`` still leaves a complete run."""
-    for writer in list(_OPEN):
-        with contextlib.suppress(Exception):
-            writer.close(writer.closing or "ended")
-            if not writer.closed:
-                writer.give_up("the process is exiting")
-                sys.stderr.write(f"vizdebug: the run file {str(writer.path)!r} was not "
-                                 f"finished: {writer.last_error}\n")
