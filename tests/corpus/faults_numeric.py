@@ -266,7 +266,7 @@ FAULTS = [
           "github.com/ratschlab/DeepSpot/issues/9"),
     Fault("log-of-softmax-underflow", log_of_softmax_underflow, "nonfinite-loss", "loss",
           "github.com/skorch-dev/skorch/issues/481"),
-    Fault("dead-relu-after-large-step", dead_relu_after_large_step, "dead-units", None,
+    Fault("dead-relu-after-large-step", dead_relu_after_large_step, "dead-units", "2",
           "github.com/allenai/allennlp-as-a-library-example/issues/8"),
     Fault("relu-on-regression-output", relu_on_regression_output, "loss-output-mismatch",
           None, "github.com/ProteomicsML/ProteomicsML/pull/203"),

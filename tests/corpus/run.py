@@ -123,6 +123,10 @@ def summary(outcomes: list[Outcome]) -> str:
         + ", ".join(f"{clean.get(k, 0)} {k}" for k in (CLEAN, FALSE_ALARM, CRASHED)),
         f"time: {sum(o.seconds for o in outcomes):.1f}s",
     ]
+    for verdict in (DETECTED, PARTLY, MISSED, CRASHED, FALSE_ALARM):
+        names = [o.entry.name for o in outcomes if o.verdict == verdict]
+        if names:
+            lines.append(f"{verdict}: {', '.join(names)}")
     return "\n".join(lines)
 
 
