@@ -96,9 +96,9 @@ class GradientCollector:
         idx = [i for i, _, _ in ready]
         pending.idx += idx
         grads = [g for _, _, g in ready]
-        views = self._views_of(idx) if all(_numpy_ready(g) for g in grads) else None
-        if views is not None:
-            _numpy_norms(pending, grads, views, [tuple(p.shape) for _, p, _ in ready])
+        views = self._views_of(idx)
+        if views is not None and _numpy_norms(pending, grads, views,
+                                              [tuple(p.shape) for _, p, _ in ready]):
             return
         import torch
 
@@ -121,11 +121,12 @@ class GradientCollector:
             return None
         idx = np.asarray(pending.idx)
         views = self._views_of(pending.idx) if all(b is None for b in pending.before) else None
-        if views is not None:  # the update from one float64 subtraction
+        if views is not None:  # the update from one subtraction (exact: w_after ~ w_before)
             copy = [f for f, _ in pending.flat]
-            d = np.subtract(np.concatenate(views),
-                            copy[0] if len(copy) == 1 else np.concatenate(copy), dtype=np.float64)
-            update = np.sqrt(np.add.reduceat(d * d, _starts(tuple(v.size for v in views))))
+            d = np.concatenate(views)
+            np.subtract(d, copy[0] if len(copy) == 1 else np.concatenate(copy), out=d)
+            update = np.sqrt(np.add.reduceat(np.square(d, out=d),
+                                             _starts(tuple(v.size for v in views))), dtype=np.float64)
             return idx, None, np.stack([np.asarray(pending.grad_norm),
                                         np.asarray(pending.weight_norm), update])
         now = [self.params[i]() for i in pending.idx]
@@ -168,17 +169,24 @@ def grad_rows(sealed: list[SealedGrads]) -> list[np.ndarray]:
 
 
 def _numpy_norms(pending: StepGrads, grads: list[torch.Tensor], views: list[np.ndarray],
-                 shapes: list[tuple[int, ...]]) -> None:
-    """One concatenation (which is also the weights' copy), one segment sum."""
-    flat = np.concatenate([(g.detach() if g.requires_grad else g).numpy().reshape(-1)
-                           for g in grads] + views)
-    sq = np.add.reduceat(np.square(flat, dtype=np.float64), _starts(
-        tuple(g.numel() for g in grads) + tuple(v.size for v in views)))
-    norms_ = np.sqrt(sq).tolist()
-    pending.grad_norm += norms_[:len(grads)]
-    pending.weight_norm += norms_[len(grads):]
+                 shapes: list[tuple[int, ...]]) -> bool:
+    """One concatenation (which is also the weights' copy), one segment sum of squares
+    (numpy's pairwise sums keep float32 accurate to ~1e-7). False: a gradient numpy cannot
+    read (sparse, another device or dtype): the caller uses torch."""
+    try:
+        arrays = [g.detach().numpy().reshape(-1) for g in grads]
+    except (TypeError, RuntimeError):
+        return False
+    if any(a.dtype != v.dtype for a, v in zip(arrays, views)):
+        return False
+    flat = np.concatenate(arrays + views)
+    sizes = tuple(a.size for a in arrays) + tuple(v.size for v in views)
+    norms_ = np.sqrt(np.add.reduceat(np.square(flat), _starts(sizes)), dtype=np.float64)
+    pending.grad_norm += norms_[:len(grads)].tolist()
+    pending.weight_norm += norms_[len(grads):].tolist()
     pending.before += [None] * len(grads)
-    pending.flat.append((flat[sum(g.numel() for g in grads):], shapes))
+    pending.flat.append((flat[sum(a.size for a in arrays):], shapes))
+    return True
 
 
 def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Tensor]:
