@@ -155,14 +155,17 @@ function render({ model, el }) {
   const drawLegend = () => {
     legend.replaceChildren();
     const by = model.get("color_by");
-    if (by !== "label" && by !== "prediction") return;
-    d.names.slice(0, 20).forEach((name, i) => {
+    const src = by === "label" ? d.labels : by === "prediction" ? d.preds : null;
+    if (!src) return;
+    const present = [...new Set(src)].filter((c) => c >= 0).sort((a, b) => a - b);
+    for (const i of present.slice(0, 30)) {  // classes of this colouring only
       const key = vdEl("span", "vd-emb-key");
       const sw = vdEl("i");
       sw.style.background = VD_PALETTE[i % VD_PALETTE.length];
-      key.append(sw, document.createTextNode(String(name)));
+      key.append(sw, document.createTextNode(String(d.names[i])));
       legend.append(key);
-    });
+    }
+    if (present.length > 30) legend.append(vdEl("span", "vd-note", `+${present.length - 30} more classes`));
   };
   const recolour = () => {
     if (!plot) return;

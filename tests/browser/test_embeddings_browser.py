@@ -1,0 +1,108 @@
+"""show_embeddings in a real JupyterLab, in headless Chromium: 10k points drawn with
+WebGL, a hover read while the kernel is busy, a lasso selection that reaches Python, and
+class names shown as text."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+SETUP = f"""
+import time, numpy as np, vizdebug as vd
+rng = np.random.default_rng(0)
+n = 10_000
+centres = rng.normal(0, 6, (10, 16))
+y = rng.integers(0, 10, n)
+x = centres[y] + rng.normal(0, 1, (n, 16))
+names = np.array([f"class {{i}}" for i in range(9)] + [{EVIL!r}], dtype=object)
+pred = np.where(rng.random(n) < 0.1, (y + 1) % 10, y)
+view = vd.show_embeddings(x, labels=names[y], predictions=names[pred], losses=rng.random(n),
+                          images=rng.random((n, 8, 8)), method="pca")
+view
+"""
+REFINED = ("small = vd.show_embeddings(x[:300], labels=names[y[:300]], method='tsne', "
+           "max_iter=250)\nsmall")
+BUSY = "view.wait(120)\ntime.sleep(180)  # busy: interrupted by the test"
+
+DRAWN = """() => { const el = document.querySelector('.jp-Notebook .vd-emb');
+  const p = el && el.parentElement.__vdPlot;
+  return p && p.get('isPointsDrawn') ? p.get('points').length : 0; }"""
+RUN_JS = """(code) => new Promise((resolve) => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({code}); let out = '';
+  f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };
+  f.done.then(() => resolve(out));
+})"""
+
+
+def _screen_position(page, index: int) -> tuple[float, float]:
+    return tuple(page.evaluate(
+        f"""() => {{ const el = document.querySelector('.jp-Notebook .vd-emb');
+          const p = el.parentElement.__vdPlot; const [x, y] = p.getScreenPosition({index});
+          const r = el.querySelector('canvas').getBoundingClientRect();
+          return [r.left + x, r.top + y]; }}"""))
+
+
+def test_10k_points_hover_while_busy_and_lasso(lab):
+    page = lab.start_notebook("embeddings.ipynb", [SETUP, REFINED, BUSY])
+    started = time.time()
+    page.wait_for_function(f"() => ({DRAWN})() === 10000", timeout=120_000)
+    print(f"10k points drawn {time.time() - started:.1f} s after Run All")
+    view = page.locator(".jp-Notebook .vd-emb").first
+    view.locator(".vd-emb-side .vd-finding, .vd-emb-side .vd-empty").first.wait_for(
+        timeout=60_000)
+    assert lab.cells(page)["cells"][2]["count"] is None  # the kernel is still busy
+
+    target = next(i for i in range(50) if _screen_position(page, i)[0] > 0)
+    x, y = _screen_position(page, target)
+    t0 = time.time()
+    page.mouse.move(x - 30, y - 30)
+    page.mouse.move(x, y, steps=5)
+    tip = view.locator(".vd-emb-tip")
+    tip.wait_for(state="visible", timeout=10_000)
+    print(f"hover tooltip {1000 * (time.time() - t0):.0f} ms after the mouse arrived")
+    text = tip.inner_text()
+    assert "label:" in text and "prediction:" in text and "loss:" in text
+    assert tip.locator("img").count() == 1  # the thumbnail
+    assert lab.cells(page)["cells"][2]["count"] is None  # still busy: hover was client-side
+
+    evil_point = page.evaluate("""() => { const w = document.querySelector('.jp-Notebook .vd-emb');
+      return Array.from(w.querySelectorAll('.vd-emb-key')).map(k => k.textContent); }""")
+    assert EVIL in evil_point  # a class name shown as text ...
+    assert page.locator('.jp-Notebook img[src="x"]').count() == 0  # ... never as an element
+    assert lab.dialogs == []
+
+    view.locator(".vd-emb-lasso").click()
+    x, y = _screen_position(page, target)
+    page.mouse.move(x - 40, y - 40)
+    page.mouse.down()
+    for dx, dy in [(40, -40), (40, 40), (-40, 40), (-40, -40)]:
+        page.mouse.move(x + dx, y + dy, steps=6)
+    page.mouse.up()
+    view.locator(".vd-emb-strip .vd-note").first.wait_for(timeout=10_000)
+    shown = view.locator(".vd-emb-strip .vd-note").first.inner_text()
+    count = int(shown.split()[0])
+    assert count >= 1
+    lab.screenshot(page, "embeddings_10k.png", view)
+
+    _refined_view_swaps_in(page)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
+    lab.wait_done(page, timeout=60)
+    out = page.evaluate(RUN_JS, "print(len(view.selected), view.layout_name)")
+    assert out.split()[0] == str(count)
+    assert lab.widget_errors(page) == [] and lab.page_errors == []
+
+
+def _refined_view_swaps_in(page) -> None:
+    """The second view starts as the PCA preview and ends as t-SNE, in place."""
+    status = page.locator(".jp-Notebook .vd-emb-status").nth(1)
+    page.wait_for_function(
+        "() => { const s = document.querySelectorAll('.jp-Notebook .vd-emb-status')[1];"
+        " return s && s.textContent.includes('t-SNE') && !s.classList.contains('vd-emb-busy'); }",
+        timeout=120_000)
+    assert "PCA" not in status.inner_text()
