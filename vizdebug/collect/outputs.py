@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .stats import GroupSample, output_key, sample_outputs
+from ..analysis.activations import unit_axis
+from .stats import GROUP_MAX, GroupSample, output_key, sample_outputs
 
 if TYPE_CHECKING:
     import torch
@@ -53,6 +54,7 @@ class OutputCollector:
 
     def __init__(self, classes: list[str]) -> None:
         self.classes = classes
+        self._conv = [c.startswith("Conv") for c in classes]  # (their 3-d units: dim 1)
         self.eager: set[int] = set()  # modules sampled inside their hook
         self.learned = False  # a first pass has shown which modules need that
         self._kept: list[tuple[int, torch.Tensor, int, bool]] = []  # idx, output, version, eager
@@ -83,13 +85,15 @@ class OutputCollector:
             # own check that a saved tensor is unchanged; torch has no public equivalent.
             if tensor._version != version:
                 self.eager.add(idx)  # sampled in its hook from now on
-            elif not eager:
-                key = output_key(tensor, self.classes[idx])
+            elif not eager:  # grouped by what output_key tells apart, computed cheaply
+                key = (tensor.shape, tensor.dtype, tensor.device, self._conv[idx],
+                       id(tensor) if tensor.numel() > GROUP_MAX else None)
                 groups.setdefault(key, []).append((idx, order, tensor))
         self.learned = True
         for key, members in groups.items():
+            axis = unit_axis(tuple(key[0]), self.classes[members[0][0]])
             self._samples.append(([i for i, _, _ in members], [o for _, o, _ in members],
-                                  sample_outputs([t for _, _, t in members], key[3])))
+                                  sample_outputs([t for _, _, t in members], axis)))
 
     def discard(self) -> None:
         """Forward raised: what it kept goes (nothing of it outlives the pass)."""
