@@ -94,6 +94,35 @@ def sigmoid_before_bce_with_logits(fixed: bool) -> vd.Findings:
     return fit(model, loader(xtr, ytr_f, 32), nn.BCEWithLogitsLoss(), opt, 10, val, binary_acc)
 
 
+# Source: https://github.com/yunlongdong/FCN-pytorch/issues/7
+#   "Used BCE - Loss but no sigmoid activation": the training script uses BCELoss on the
+#   network's raw scores. On today's CPU builds BCELoss stops at once with "all elements of
+#   input should be between 0 and 1"; older builds trained on silently. Fix: a sigmoid (or
+#   BCEWithLogitsLoss on the raw scores).
+def bce_loss_without_sigmoid(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    xtr, xte, ytr, yte = tabular_std("breast_cancer")
+    layers: list[nn.Module] = [nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 1)]
+    if fixed:
+        layers.append(nn.Sigmoid())
+    model = nn.Sequential(*layers)
+    ytr_f = ytr.astype("float32")[:, None]
+    train_loader = loader(xtr, ytr_f, 32)
+    session = vd.watch(model, loader=train_loader)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    try:
+        for _ in range(8):
+            for xb, yb in train_loader:
+                opt.zero_grad()
+                loss = nn.BCELoss()(model(xb), yb)
+                loss.backward()
+                opt.step()
+                session.log(loss=loss)
+    except RuntimeError:
+        pass  # the notebook shows BCELoss's error; the next cell asks vizdebug why
+    return finish(session)
+
+
 # Source: https://github.com/jsyoon0823/Time-series-prediction/issues/3
 #   "the model only takes regression target value in [0, 1]": the regression head ends in
 #   a sigmoid, so targets outside [0, 1] cannot be reached ("obviously, that won't work").
@@ -222,6 +251,8 @@ FAULTS = [
           "github.com/AnubhavGupta3377/Text-Classification-Models-Pytorch/issues/9"),
     Fault("sigmoid-before-bce-with-logits", sigmoid_before_bce_with_logits,
           "loss-output-mismatch", None, "github.com/yudi-mars/daisyRec/pull/15"),
+    Fault("bce-loss-without-sigmoid", bce_loss_without_sigmoid, "loss-output-mismatch", None,
+          "github.com/yunlongdong/FCN-pytorch/issues/7"),
     Fault("sigmoid-output-unbounded-targets", sigmoid_output_unbounded_targets,
           "loss-output-mismatch", None,
           "github.com/jsyoon0823/Time-series-prediction/issues/3"),

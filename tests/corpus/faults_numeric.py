@@ -71,6 +71,26 @@ def nan_in_input_table(fixed: bool) -> vd.Findings:
                10, val, binary_acc)
 
 
+# Source: https://github.com/Nixtla/neuralforecast/issues/186
+#   "silent bug, training with NaNs values": with missing values in the `y` column "the
+#   loss becomes `nan` during training but it is hard to notice that the problem is in the
+#   data". Ported: a regression whose target column has empty cells; fix: drop those rows.
+def nan_in_targets(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    xtr, xte, ytr, yte = regression()
+    rng = np.random.default_rng(1)
+    ytr = ytr.copy()
+    ytr[rng.random(len(ytr)) < 0.03] = np.nan  # missing target values
+    if fixed:
+        keep = np.isfinite(ytr)
+        xtr, ytr = xtr[keep], ytr[keep]
+    ytr, yte = ytr[:, None], yte[:, None]
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    val = (torch.as_tensor(xte), torch.as_tensor(yte))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    return fit(model, loader(xtr, ytr, 32), nn.MSELoss(), opt, 8, val)
+
+
 # Source: https://github.com/skorch-dev/skorch/issues/481
 #   "torch.log(y_pred) in NeuralNetClassifier.get_loss may cause NaN": with softmax outputs
 #   and Adam/RMSprop or another learning rate the MNIST example went NaN; "extreme values
@@ -102,6 +122,18 @@ def dead_relu_after_large_step(fixed: bool) -> vd.Findings:
     model = _mlp(width=32, depth=2)
     opt = torch.optim.SGD(model.parameters(), lr=0.01 if fixed else 0.6, momentum=0.9)
     return fit(model, loader(xtr, ytr, 64), nn.CrossEntropyLoss(), opt, 8, val, acc)
+
+
+# Source: https://github.com/goodfire-ai/spd/issues/87
+#   "Fix loss spikes": "we're seeing a lot of loss spikes. We should see if reducing the
+#   learning rate fixes this"; then: "A smaller learning rate at least reduces the spikes".
+#   Ported: Adam at a learning rate far too high for small batches, and the lower one.
+def adam_learning_rate_spikes(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    xtr, ytr, val = _digits()
+    model = _mlp(width=64, depth=2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3 if fixed else 3e-2)
+    return fit(model, loader(xtr, ytr, 16), nn.CrossEntropyLoss(), opt, 3, val, acc)
 
 
 class _SeqRegressor(nn.Module):
@@ -264,10 +296,14 @@ FAULTS = [
           "github.com/PENGLU-WashU/IMC_Denoise/issues/11"),
     Fault("nan-in-input-table", nan_in_input_table, "input-nonfinite", None,
           "github.com/ratschlab/DeepSpot/issues/9"),
+    Fault("nan-in-targets", nan_in_targets, "input-nonfinite", None,
+          "github.com/Nixtla/neuralforecast/issues/186"),
     Fault("log-of-softmax-underflow", log_of_softmax_underflow, "nonfinite-loss", "loss",
           "github.com/skorch-dev/skorch/issues/481"),
     Fault("dead-relu-after-large-step", dead_relu_after_large_step, "dead-units", "2",
           "github.com/allenai/allennlp-as-a-library-example/issues/8"),
+    Fault("adam-learning-rate-spikes", adam_learning_rate_spikes, "unstable-loss", "loss",
+          "github.com/goodfire-ai/spd/issues/87"),
     Fault("relu-on-regression-output", relu_on_regression_output, "loss-output-mismatch",
           None, "github.com/ProteomicsML/ProteomicsML/pull/203"),
     Fault("deep-sigmoid-mlp", deep_sigmoid_mlp, "vanishing-gradients", "1.weight",

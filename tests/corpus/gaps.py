@@ -24,6 +24,9 @@ GAPS: dict[str, str] = {
     "softmax-into-nll-loss": f"{_NOT_WIRED}; the loss is negative from step 0 and nothing "
                              "is said",
     "sigmoid-before-bce-with-logits": f"{_NOT_WIRED}; today nothing",
+    "bce-loss-without-sigmoid": "loss-output-mismatch: BCELoss on raw scores raises 'all "
+                                "elements of input should be between 0 and 1' at the first "
+                                "step and vizdebug says nothing about it",
     "sigmoid-output-unbounded-targets": f"{_NOT_WIRED}; today only 'underfitting [loss]'",
     "mse-target-broadcast": "target-shape-broadcast is not produced by watch() (MSELoss of "
                             "(N, 1) against (N,)); today nothing",
@@ -58,6 +61,9 @@ GAPS: dict[str, str] = {
     "relu-on-regression-output": "loss-output-mismatch (a ReLU output for targets that are "
                                  "negative half the time) is not produced by watch(); today "
                                  "'zero-gradients' and 'dead-units [out]'",
+    "nan-in-targets": "input-nonfinite for NaN regression targets is not produced by watch(); "
+                      "today 'nonfinite-activation [0]' (whose hint blames the input data, "
+                      "though the NaN came back through the weights) and 'nonfinite-loss'",
     "features-not-scaled": "input-not-normalized covers images only: check_batch on a table "
                            "whose columns differ by 1e6 in scale says nothing; watch says "
                            "'exploding-gradients [loss]' (loss 1.4e5 at step 0)",

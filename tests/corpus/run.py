@@ -3,6 +3,7 @@
     python -m tests.corpus.run               # the table, then the totals
     python -m tests.corpus.run --markdown    # the same as a Markdown table (for the README)
     python -m tests.corpus.run -k softmax    # only the entries whose name holds "softmax"
+    python -m tests.corpus.run -v            # also each program's first/last loss and val values
 
 A fault is *detected* when a warning or error has its expected code (at its expected place
 when one is given), *partly* when vizdebug warned about something else (or the right code
@@ -134,14 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.corpus.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("-k", dest="match", default="", help="only names holding this")
+    parser.add_argument("-k", dest="match", default="",
+                        help="only names holding this (several: comma-separated)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="also print each program's first/last loss and validation values")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)  # tiny models: one thread is faster and steadier on shared cores
-    outcomes = [run_entry(e) for e in ENTRIES if args.match in e.name]
+    wanted = args.match.split(",")
+    outcomes = [run_entry(e) for e in ENTRIES if any(w in e.name for w in wanted)]
+    if not outcomes:
+        print(f"no entry matches {args.match!r}")
+        return 1
     if args.markdown:
         print_markdown(outcomes)
     else:
