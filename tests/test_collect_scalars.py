@@ -225,3 +225,11 @@ def test_many_distinct_metric_names_stay_fast():
     assert len(frame) == 5000 and set(frame.columns) == {"step", "name", "value", "time", "rank"}
     assert frame.loc[frame["name"] == "m4999", "value"].item() == 4999.0
     assert time.perf_counter() - start < 5  # was O(names^2) in log() and a frame per name
+
+
+def test_a_metric_may_be_called_self():
+    """Found by the property tests: log(self=...) collided with the method's own name."""
+    log = ScalarLog()
+    log.log(self=1.0)
+    log.log(step=5, loss=2.0)
+    assert log.series("self")[1].tolist() == [1.0] and log.series("loss")[0].tolist() == [5]

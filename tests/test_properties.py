@@ -10,6 +10,7 @@ exceptions that may escape are :class:`VizdebugError` (a ``ValueError``) and
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import tempfile
 import threading
@@ -31,11 +32,14 @@ LIMIT_S = 20  # one call; the slowest sound example here takes well under a seco
 EXAMPLES = {"count": 0, "examples": 0}  # calls made, generated examples run
 
 
+SCALE = float(os.environ.get("VIZDEBUG_PROPERTY_SCALE", "1"))  # > 1 for a deeper local run
+
+
 def budget(examples: int) -> settings:
-    """``examples`` per test, no deadline (the shared CI machine is noisy: ``time_limit``
-    bounds each call instead), no example database in the working tree."""
-    return settings(max_examples=examples, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+    """``examples`` per test (times ``SCALE``), no deadline (the shared CI machine is noisy:
+    ``time_limit`` bounds each call instead), no example database in the working tree."""
+    return settings(max_examples=max(1, round(examples * SCALE)), deadline=None,
+                    database=None, suppress_health_check=list(HealthCheck))
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # odd inputs may warn; only raises count
 
@@ -201,6 +205,36 @@ def test_watch_attaches_or_refuses_clearly(model, every, on_anomaly, loader):
         clear(s.findings)
     finally:
         s.close()
+
+
+@budget(40)
+@given(batches=st.lists(batches(), min_size=1, max_size=4), every=st.integers(1, 3))
+def test_a_watched_loader_of_anything_never_breaks_the_loop(batches, every):
+    """The loader tap describes whatever the loop's loader yields; its failures are
+    collector errors (findings), never exceptions in the user's ``for`` loop."""
+    EXAMPLES["examples"] += 1
+    loader = torch.utils.data.DataLoader(_Items(batches), batch_size=None)
+    s = vd.watch(torch.nn.Linear(2, 2), loader=loader, every=every)
+    try:
+        with time_limit(LIMIT_S):
+            seen = [b for b in loader]  # raises nothing: this is the user's loop
+            s.log(loss=1.0)
+        assert len(seen) == len(batches)
+        clear(s.findings)
+        clear(vd.show_batch, s.captured_batches()) if s.captured_batches() else None
+    finally:
+        s.close()
+
+
+class _Items(torch.utils.data.Dataset):
+    def __init__(self, items: list) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.items[i]
 
 
 _OUT = Path(tempfile.mkdtemp(prefix="vd-properties-"))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import VizdebugError
+from ..errors import VizdebugError, short_repr
 
 # Thresholds on the display scale [0, 1]; chosen on digits and synthetic photos so that a
 # real digit or photo never trips them (see tests/test_images.py).
@@ -43,10 +43,13 @@ def _per_channel(value: float | Sequence[float] | None, c: int, name: str) -> np
         return None
     try:
         arr = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise VizdebugError(f"{name} must be a number or one number per channel, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise VizdebugError(f"{name} must be a number or one number per channel, got "
+                            f"{short_repr(value)}") from None
     if name == "std" and np.any(~(arr > 0)):
         raise VizdebugError(f"std must be positive, got {arr.tolist()}")
+    if not np.isfinite(arr).all():
+        raise VizdebugError(f"{name} must be finite, got {arr.tolist()}")
     if arr.size == 1:
         return np.repeat(arr, c)
     if arr.size != c:

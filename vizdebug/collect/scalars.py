@@ -205,7 +205,7 @@ class ScalarLog:
         """The step the next training metric will get."""
         return self._step
 
-    def log(self, step: int | None = None, **metrics: Any) -> None:
+    def log(self, /, step: int | None = None, **metrics: Any) -> None:
         """Record metrics at ``step`` (by default: the next training step): numbers,
         numpy scalars or one-element tensors (a device tensor is read later, in batches).
 

@@ -113,7 +113,7 @@ class Session(Viewable):
             self.store.start()
 
     # -- during training --------------------------------------------------------------------
-    def log(self, step: int | None = None, **metrics: Any) -> None:
+    def log(self, /, step: int | None = None, **metrics: Any) -> None:
         """Record scalar metrics: numbers or one-element tensors (read later, in batches).
 
         ``step`` counts itself: each call with a training metric is the next step; calls
