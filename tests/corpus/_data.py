@@ -16,7 +16,7 @@ def standardise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
 
 
 def split(x: np.ndarray, y: np.ndarray, test: float = 0.25, seed: int = 0):
-    """A stratified-free shuffled split: (x_train, x_test, y_train, y_test)."""
+    """A shuffled (not stratified) split: (x_train, x_test, y_train, y_test)."""
     order = np.random.default_rng(seed).permutation(len(x))
     cut = int(len(x) * (1 - test))
     tr, te = order[:cut], order[cut:]
@@ -85,6 +85,3 @@ def loader(x, y, batch_size: int = 32, shuffle: bool = True, seed: int = 0) -> D
     g = torch.Generator().manual_seed(seed)
     return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, generator=g)
 
-
-def accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
-    return float((logits.argmax(1) == y).float().mean())

@@ -218,7 +218,7 @@ class _ListMLP(nn.Module):
 
     def __init__(self, fixed: bool, n_layers: int = 2) -> None:
         super().__init__()
-        hids = [nn.Linear(64 if i == 0 else 64, 64) for i in range(n_layers)]
+        hids = [nn.Linear(64, 64) for _ in range(n_layers)]
         self.hids = nn.ModuleList(hids) if fixed else hids
         self.classifier = nn.Linear(64, 10)
 
