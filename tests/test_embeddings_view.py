@@ -124,3 +124,24 @@ def test_degenerate_inputs_give_a_picture():
     assert line.layout.shape == (10, 2) and "1-D features" in line._info_html()
     small = vd.show_embeddings(np.random.rand(5, 3), method="tsne").wait(30)
     assert small.layout_name == "PCA" and "too few for tsne" in small._info_html()
+
+
+@pytest.mark.notebook
+def test_static_twin_shows_the_refined_layout_after_nbconvert():
+    """Executed by a real kernel (as nbconvert does): the saved static output of the cell
+    that showed the view is updated to the refined layout once it lands."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "import numpy as np, vizdebug as vd\n"
+        "x = np.random.default_rng(0).normal(size=(60, 5))\n"
+        "view = vd.show_embeddings(x, method='tsne', perplexity=10, max_iter=250)\nview",
+        "view.wait(120).layout_name",
+    )]
+    NotebookClient(nb, timeout=180, kernel_name="python3").execute()
+    first = [o for o in nb.cells[0].outputs if "text/html" in o.get("data", {})]
+    assert first and "t-SNE" in first[0]["data"]["text/html"]
+    assert "PCA preview" not in first[0]["data"]["text/html"]
+    assert "'t-SNE'" in nb.cells[1].outputs[0]["data"]["text/plain"]

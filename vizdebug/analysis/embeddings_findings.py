@@ -1,4 +1,5 @@
-"""The figures and findings of one embedding: what its neighbours say about its labels.
+"""The figures and findings of one embedding: what its neighbours say about its labels
+(and ``representation-collapse`` when every point is the same vector).
 
 Calibrated on scikit-learn's digits (64 pixel features, kNN accuracy 0.98): clean labels
 leave 0.5-0.7 % of points with 8 of 10 neighbours of another class (hard, ambiguous
@@ -48,6 +49,7 @@ class Geometry:
     knn_features: float | None = None
     suspects: Suspects | None = None
     overlaps: list[tuple[int, int, float]] = field(default_factory=list)
+    collapsed: bool = False  # every point (nearly) the same vector
 
 
 def feature_geometry(x: np.ndarray, labels: np.ndarray | None, seed: int = 0) -> Geometry:
@@ -62,7 +64,7 @@ def feature_geometry(x: np.ndarray, labels: np.ndarray | None, seed: int = 0) ->
     (1.0, 0, [])
     """
     sample = sample_positions(len(x), NEIGHBOUR_SAMPLE, seed)
-    geo = Geometry(sample)
+    geo = Geometry(sample, collapsed=_collapsed(x))
     if labels is None or len(sample) < 3:
         return geo
     geo.codes, geo.names = label_codes(labels[sample])
@@ -74,6 +76,13 @@ def feature_geometry(x: np.ndarray, labels: np.ndarray | None, seed: int = 0) ->
     geo.overlaps = overlapping_classes(votes, geo.codes, OVERLAP_INFO_SHARE)
     geo.suspects = _outside_overlaps(label_noise_suspects(votes, geo.codes), geo)
     return geo
+
+
+def _collapsed(x: np.ndarray) -> bool:
+    """At least two points, and no dimension varies by more than 1e-6 of the values' size."""
+    if len(x) < 2:
+        return False
+    return float(x.std(axis=0).max()) <= 1e-6 * max(float(np.abs(x).max()), 1e-30)
 
 
 def _outside_overlaps(found: Suspects, geo: Geometry) -> Suspects:
@@ -116,6 +125,14 @@ def geometry_findings(geo: Geometry, rows: np.ndarray) -> Findings:
     """``label-noise-suspects`` and ``class-overlap`` from :func:`feature_geometry`;
     ``rows`` maps analysed feature rows to the user's indices."""
     found: list[Finding] = []
+    if geo.collapsed:
+        found.append(Finding(
+            "representation-collapse", "warning",
+            f"all {len(rows):,} points are the same vector (no dimension varies): this "
+            "representation does not depend on the input",
+            evidence={"points": len(rows)},
+            hint="a dead layer (all-zero ReLU outputs), a constant input, or features read "
+                 "from the wrong place (e.g. a bias-only module or a detached copy)"))
     if geo.suspects is not None and len(geo.suspects.positions):
         found.append(_suspects_finding(geo, rows))
     found += [_overlap_finding(geo, a, b, share) for a, b, share in geo.overlaps]
