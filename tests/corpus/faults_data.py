@@ -217,8 +217,9 @@ def scaler_fitted_on_all_rows(fixed: bool) -> vd.Findings:
 # Source: https://github.com/zalandoresearch/fashion-mnist/issues/44
 #   "Duplicate samples and overlap between train and test": byte-level comparison found 43
 #   duplicated training samples and "10 samples in the training set that appear in the
-#   test set". Ported: a digits table where some rows were recorded twice before the split;
-#   the fix drops duplicate rows first.
+#   test set" (a report on the dataset that PyTorch programs load through torchvision).
+#   Ported: a digits table where some rows were recorded twice before the split; the fix
+#   drops duplicate rows first.
 def duplicates_across_split(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
     from sklearn.datasets import load_digits

@@ -126,7 +126,8 @@ def bce_loss_without_sigmoid(fixed: bool) -> vd.Findings:
 # Source: https://github.com/jsyoon0823/Time-series-prediction/issues/3
 #   "the model only takes regression target value in [0, 1]": the regression head ends in
 #   a sigmoid, so targets outside [0, 1] cannot be reached ("obviously, that won't work").
-#   Fix agreed by the author: min-max normalise the targets.
+#   Fix agreed by the author: min-max normalise the targets. (The original is a TensorFlow
+#   program; a sigmoid regression head fails the same way in PyTorch.)
 def sigmoid_output_unbounded_targets(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
     xtr, xte, ytr, yte = regression()

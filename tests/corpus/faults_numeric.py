@@ -33,10 +33,11 @@ def _mlp(width: int = 64, act: type[nn.Module] = nn.ReLU, depth: int = 1) -> nn.
     return nn.Sequential(*layers)
 
 
-# Source: https://github.com/PENGLU-WashU/IMC_Denoise/issues/11
-#   "Demo training data generates NaN for loss"; maintainer: "the current initial learning
-#   rate is 1, which is too big. Please set train_initial_lr as 1e-3." (The same advice
-#   fixed karpathy/nanoGPT#136, "Loss becomes nan".) Ported: an MSE regressor with SGD.
+# Source: https://github.com/karpathy/nanoGPT/issues/136
+#   "Loss becomes nan after training for ~2000 iterations"; the fix suggested and confirmed
+#   by the reporter: "Try reducing learning rate" ("Confirming this works"). The same with
+#   a denoising regressor in PENGLU-WashU/IMC_Denoise#11 (a Keras program: initial learning
+#   rate 1, "Please set train_initial_lr as 1e-3"). Ported: an MSE regressor with SGD.
 def learning_rate_too_high(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
     xtr, xte, ytr, yte = regression()
@@ -151,8 +152,9 @@ class _SeqRegressor(nn.Module):
 # Source: https://github.com/ProteomicsML/ProteomicsML/pull/203
 #   "Do not use ReLU activation for the final regression layer": the tutorial's LSTM
 #   returned "constantly 0 for all peptides in validation set"; the pre-ReLU output can be
-#   always negative, which zeroes the gradient. Ported: an LSTM regressor whose standardised
-#   targets are negative half the time.
+#   always negative, which zeroes the gradient (the PR does not say which framework the
+#   tutorial uses; the fault is the same in PyTorch). Ported: an LSTM regressor whose
+#   standardised targets are negative half the time.
 def relu_on_regression_output(fixed: bool) -> vd.Findings:
     torch.manual_seed(1)
     xtr, xte, _, _ = sequences()
@@ -243,7 +245,8 @@ def overfitting_small_dataset(fixed: bool) -> vd.Findings:
 
 # Source: https://github.com/DrexelChatbotGroup/DrexelChatbot/issues/15
 #   "Incomplete randomization": gac_training_tests.py "randomizes the order of the x data,
-#   but not the y data. This invalidates the required association between them." (fixed).
+#   but not the y data. This invalidates the required association between them." (fixed; a
+#   data bug independent of the framework, ported as a PyTorch program).
 def inputs_shuffled_without_labels(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
     xtr, ytr, val = _digits()
@@ -293,7 +296,7 @@ def input_bound_loader(fixed: bool) -> vd.Findings:
 
 FAULTS = [
     Fault("learning-rate-too-high", learning_rate_too_high, "nonfinite-loss", "loss",
-          "github.com/PENGLU-WashU/IMC_Denoise/issues/11"),
+          "github.com/karpathy/nanoGPT/issues/136"),
     Fault("nan-in-input-table", nan_in_input_table, "input-nonfinite", None,
           "github.com/ratschlab/DeepSpot/issues/9"),
     Fault("nan-in-targets", nan_in_targets, "input-nonfinite", None,
