@@ -8,6 +8,11 @@ as the ratio of the best (least disturbed) repeats: CPU time only grows with dis
     python benchmarks/bench_overhead.py            # default: 5 repeats x 300 steps
     python benchmarks/bench_overhead.py --repeats 3 --steps 200
     python benchmarks/bench_overhead.py --paired 3000   # vizdebug only, one model, step by step
+    python benchmarks/bench_overhead.py --only-shapes   # the three model shapes only
+
+The default run ends with three model shapes (the CNN, a deep MLP of 125 leaf modules, a
+transformer encoder; see overhead_shapes.py), each paired beside naive hooks and
+``wandb.watch``, with the cost of a sampled step per module.
 
 W&B runs in offline mode (nothing leaves the machine); it is skipped with a note when the
 package is missing. livelossplot draws with matplotlib's Agg backend (no window opens).
@@ -40,6 +45,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import vizdebug as vd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead_shapes import run_shapes
 
 # The machine is shared: wall time swings with other people's jobs. One intra-op thread
 # and CPU time of this process make the runs comparable (I/O waits are not counted, so
@@ -293,6 +301,11 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=1500, metavar="STEPS",
                         help="after the full runs, the paired check of the two overhead "
                              "targets with STEPS steps each (0: skip)")
+    parser.add_argument("--shapes", type=int, default=300, metavar="STEPS",
+                        help="the three model shapes, STEPS paired steps per configuration "
+                             "(defaults: --shape-defaults steps); 0: skip")
+    parser.add_argument("--shape-defaults", type=int, default=1000, metavar="STEPS")
+    parser.add_argument("--only-shapes", action="store_true")
     parser.add_argument("--width", type=int, default=16,
                         help="with --paired: channels of the first conv (64: a ~20 ms step)")
     args = parser.parse_args()
@@ -308,6 +321,10 @@ def main() -> None:
     except ImportError:
         with_wandb = False
         print("note: wandb is not installed (pip install wandb): its rows are skipped")
+    if args.only_shapes:
+        with tempfile.TemporaryDirectory() as workdir:
+            run_shapes(args.shapes, args.shape_defaults, workdir, with_wandb)
+        return
     configs = configurations(with_wandb)
     times: dict[str, list[float]] = {name: [] for name in configs}
     with tempfile.TemporaryDirectory() as workdir:
@@ -342,6 +359,9 @@ def main() -> None:
         print(f"\ntargets (paired, {args.targets} steps each): defaults {got['auto']:.3f}x "
               f"(target 1.03x), every=1 {got[1]:.3f}x (target 1.3x), log() "
               f"{max(costs.values()):.2f} us at most (target 2 us)")
+    if args.shapes:
+        with tempfile.TemporaryDirectory() as workdir:
+            run_shapes(args.shapes, args.shape_defaults, workdir, with_wandb)
 
 
 if __name__ == "__main__":

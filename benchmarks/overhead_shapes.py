@@ -218,3 +218,31 @@ def _summary(watched: np.ndarray, plain: np.ndarray, modules: int, samples: int 
     return {"ratio": watched.sum() / plain.sum(), "lo": lo, "hi": hi,
             "plain_ms": 1e3 * plain.mean(), "extra_us": 1e6 * extra,
             "per_module_us": 1e6 * extra / modules, "modules": modules, "samples": samples}
+
+
+def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool) -> None:
+    """For each shape: defaults over ``default_steps`` watched steps from step 0,
+    ``every=1``, naive hooks and ``wandb.watch`` over ``steps`` each, paired."""
+    print(f"\n### Three model shapes (paired; defaults over {default_steps} steps from step 0, "
+          f"the others over {steps})\n")
+    print("| shape | leaf modules | plain ms/step | configuration | watched / plain (95%) "
+          "| extra us/step | us per module |\n|---|---|---|---|---|---|---|")
+    for shape in SHAPES.values():
+        rows = {"vd.watch defaults": paired_vizdebug(shape, default_steps, "auto"),
+                "vd.watch(every=1)": paired_vizdebug(shape, steps, 1),
+                "naive hooks (mean/std/zeros + grad norms, each step)": paired_naive(shape, steps)}
+        if with_wandb:
+            for freq in (1, 100):
+                rows[f"wandb.watch(log='all', log_freq={freq})"] = paired_wandb(
+                    shape, max(steps, 200), freq, workdir)
+        for name, r in rows.items():
+            print(f"| {shape.name} | {r['modules']} | {r['plain_ms']:.2f} | {name} | "
+                  f"{r['ratio']:.3f}x ({r['lo']:.3f}-{r['hi']:.3f}) | {r['extra_us']:+.0f} | "
+                  f"{r['per_module_us']:.1f} |")
+        every1, naive = rows["vd.watch(every=1)"], rows[
+            "naive hooks (mean/std/zeros + grad norms, each step)"]
+        print(f"| {shape.name} | | | every=1 per module / naive per module | "
+              f"**{every1['per_module_us'] / naive['per_module_us']:.2f}** (target <= 0.5) | | |")
+        print(f"| {shape.name} | | | defaults | **{rows['vd.watch defaults']['ratio']:.3f}x** "
+              f"(target <= 1.03x; {rows['vd.watch defaults']['samples']} samples) | | |",
+              flush=True)
