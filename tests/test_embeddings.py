@@ -214,3 +214,16 @@ def test_collapsed_representation_is_named():
     assert found.codes == ["representation-collapse"] and found[0].severity == "warning"
     tiny = np.random.default_rng(0).normal(size=(30, 8)) * 1e-3  # small but alive
     assert geometry_findings(feature_geometry(tiny, None), np.arange(30)).codes == []
+
+
+def test_randomized_preview_matches_exact_pca():
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, 2500)
+    x = (rng.normal(0, 1, (10, 900))[y] + rng.normal(0, 1, (2500, 900))).astype(np.float32)
+    fast = pca_layout(as_features(x).values)  # 2.25M values: the randomized path
+    exact = PCA(2).fit_transform(x.astype(np.float64))
+    for k in range(2):
+        err = min(np.abs(fast[:, k] - exact[:, k]).max(), np.abs(fast[:, k] + exact[:, k]).max())
+        assert err < 1e-3 * np.abs(exact[:, k]).max()

@@ -25,7 +25,7 @@ REFINE_MIN_POINTS = 8  # fewer points than this: the PCA picture is the picture
 class FeatureSet:
     """Features ready for a layout: finite rows only, and where each came from.
 
-    ``values`` is ``(len(rows), d)`` float; ``rows`` the input index of each row;
+    ``values`` is ``(len(rows), d)`` float (float32 input stays float32); ``rows`` the input index of each row;
     ``n_input`` how many rows were passed; ``notes`` what was done to them.
     """
 
@@ -60,7 +60,8 @@ def as_features(features: Any) -> FeatureSet:
         arr = arr.reshape(len(arr), -1)
     if arr.shape[1] == 0:
         raise VizdebugError(f"features have shape {arr.shape}: each point needs at least one value")
-    return _finite_rows(arr.astype(np.float64, copy=False), columns, notes)
+    wide = np.float32 if arr.dtype in (np.float16, np.float32) else np.float64  # no copy of float32
+    return _finite_rows(arr.astype(wide, copy=False), columns, notes)
 
 
 def _raw_matrix(features: Any) -> tuple[np.ndarray, list[str] | None, list[str]]:
@@ -152,7 +153,9 @@ def duplicate_count(x: np.ndarray) -> int:
 
 def pca_layout(x: np.ndarray) -> np.ndarray:
     """The first two principal components of ``x`` (``n x 2``; zeros where there is no
-    spread), with signs fixed so the same data always gives the same picture.
+    spread), with signs fixed so the same data always gives the same picture. Exact up
+    to 2 million values; above, a seeded randomized SVD (Halko et al.), so that a preview
+    of 10k x 512 takes a tenth of a second.
 
     Examples
     --------
@@ -161,23 +164,41 @@ def pca_layout(x: np.ndarray) -> np.ndarray:
     ((3, 2), [0.0, 0.0, 0.0])
     """
     n, d = x.shape
-    centred = x - x.mean(axis=0)
     out = np.zeros((n, 2))
     if n < 2:
         return out
-    if d <= n:  # d x d eigenproblem: 10k x 512 costs one 512 x 512 product
-        vals, vecs = np.linalg.eigh(centred.T @ centred)
-        comps = vecs[:, ::-1][:, :2]
-        proj = centred @ comps
-    else:  # more dimensions than points: the n x n Gram matrix is the smaller one
-        vals, vecs = np.linalg.eigh(centred @ centred.T)
-        proj = vecs[:, ::-1][:, :2] * np.sqrt(np.clip(vals[::-1][:2], 0, None))
-    k = proj.shape[1]
-    out[:, :k] = proj
-    scale = np.abs(out).max() if n else 0.0
+    centred = x - x.mean(axis=0)
+    exact = n * d <= EXACT_PCA_VALUES
+    proj = _top2_exact(centred.astype(np.float64)) if exact else _top2_randomized(centred)
+    out[:, : proj.shape[1]] = proj
+    scale = np.abs(out).max()
     out[:, np.abs(out).max(axis=0) <= 1e-12 * max(scale, 1e-300)] = 0.0
     signs = np.sign(out[np.abs(out).argmax(axis=0), [0, 1]])
     return out * np.where(signs == 0, 1.0, signs)
+
+
+EXACT_PCA_VALUES = 2_000_000
+
+
+def _top2_exact(centred: np.ndarray) -> np.ndarray:
+    n, d = centred.shape
+    if d <= n:  # d x d eigenproblem
+        _, vecs = np.linalg.eigh(centred.T @ centred)
+        return centred @ vecs[:, ::-1][:, :2]
+    vals, vecs = np.linalg.eigh(centred @ centred.T)  # more dimensions than points
+    return vecs[:, ::-1][:, :2] * np.sqrt(np.clip(vals[::-1][:2], 0, None))
+
+
+def _top2_randomized(centred: np.ndarray, oversample: int = 8, power: int = 6) -> np.ndarray:
+    # subspace iteration on the d side: only d x k matrices are orthonormalised (a QR of
+    # the tall n x k one cost more than all the products on a loaded 2-core machine)
+    a = centred.astype(np.float32, copy=False)
+    q = np.random.default_rng(0).normal(size=(a.shape[1], 2 + oversample)).astype(np.float32)
+    for _ in range(power):
+        q = np.linalg.qr(a.T @ (a @ q))[0]
+    b = a @ q
+    _, vecs = np.linalg.eigh((b.T @ b).astype(np.float64))
+    return b.astype(np.float64) @ vecs[:, ::-1][:, :2]
 
 
 def choose_method(method: str, n: int) -> str:

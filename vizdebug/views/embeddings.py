@@ -120,9 +120,6 @@ class EmbeddingView(View):
         return view.start()
 
     def _note_input(self, asked: str, chosen: str) -> None:
-        dups = duplicate_count(self.features.values)
-        if dups:
-            self.notes.append(f"{dups} points repeat another point exactly (drawn on top)")
         if chosen == "pca" and asked.lower() not in ("pca", "auto"):
             self.notes.append(f"{len(self.layout)} points are too few for {asked}: PCA shown")
 
@@ -173,6 +170,9 @@ class EmbeddingView(View):
             self._set_stage("making thumbnails")
             self.thumbs, why = thumbnails(self.images, len(x))
             self.notes += [why] if why else []
+        dups = duplicate_count(x)
+        if dups:
+            self.notes.append(f"{dups} points repeat another point exactly (drawn on top)")
         self._set_stage("finding each point's nearest neighbours")
         self._geometry = feature_geometry(x, self.labels)
         self._findings = geometry_findings(self._geometry, self.features.rows)

@@ -128,7 +128,7 @@ def scatter_png(xy: np.ndarray, colours: np.ndarray, px: int = PICTURE_PX) -> st
         for dc in (0, 1):
             canvas[row + dr, col + dc] = colours
     buf = io.BytesIO()
-    Image.fromarray(canvas, "RGB").save(buf, format="PNG", optimize=True)
+    Image.fromarray(canvas, "RGB").save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
