@@ -227,7 +227,7 @@ def test_two_sessions_of_one_process_on_one_path(tmp_path):
     path = tmp_path / "same.sqlite"
     first = vd.watch(torch.nn.Linear(3, 1), store=path)
     first.log(loss=1.0)
-    with pytest.raises(VizdebugError, match="being written by another live run"):
+    with pytest.raises(VizdebugError, match="another session of this process.*session.close"):
         vd.watch(torch.nn.Linear(3, 1), store=path)
     first.close()
     assert vd.open_run(path).scalars()["value"].tolist() == [1.0]

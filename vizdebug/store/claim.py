@@ -141,12 +141,15 @@ def _in_use(path: Path) -> VizdebugError:
     from .schema import read_meta_quietly
 
     meta = read_meta_quietly(path)
-    who = (f" (pid {meta.get('pid')} on {meta.get('host') or 'this machine'})"
-           if meta.get("pid") else "")
+    if meta.get("pid") == os.getpid():
+        who = "another session of this process (close it first: session.close())"
+    elif meta.get("pid"):
+        who = f"another live run (pid {meta.get('pid')} on {meta.get('host') or '?'})"
+    else:
+        who = "another live run"
     return VizdebugError(
-        f"store={str(path)!r} is being written by another live run{who}; one run file "
-        "has one writer. Pass another file name, or a folder (store='runs/') for one new "
-        "file per run; close the other session first to replace its file")
+        f"store={str(path)!r} is being written by {who}; one run file has one writer. "
+        "Pass another file name, or a folder (store='runs/') for one new file per run")
 
 
 def _sidecars(path: Path) -> list[Path]:

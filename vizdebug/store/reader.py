@@ -56,6 +56,13 @@ def thin_rows(steps: np.ndarray, rows: np.ndarray, limit: int) -> tuple[np.ndarr
     return steps[idx], rows[idx]
 
 
+def _plain_row(row: tuple) -> bool:
+    """A ``(step, value, time)`` row of the types the writer writes."""
+    step, value, when = row
+    return (isinstance(step, int) and isinstance(when, (int, float))
+            and (value is None or isinstance(value, (int, float))))
+
+
 def _columns(rows: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(step, value, time)`` arrays of ``(step, value, time)`` rows (NULL value -> NaN)."""
     n = len(rows)
@@ -109,48 +116,71 @@ class RunReader:
         top = conn.execute("SELECT max(rowid) FROM scalars").fetchone()[0] or 0
         if top <= self.scalar_rowid:
             return
-        bad = conn.execute(f"SELECT count(*) FROM scalars WHERE rowid > ? AND rowid <= ? AND "
-                           f"NOT ({VALID_SCALAR})", (self.scalar_rowid, top)).fetchone()[0]
-        if bad:
-            self.damage.setdefault("scalars", f"table 'scalars': {bad} rows hold values of "
-                                              "the wrong type (skipped)")
         if self.scalar_rowid == 0:
             self._first_scalars(conn, top)
         else:
             cursor = conn.execute("SELECT name, step, value, time FROM scalars WHERE rowid > ? "
-                                  f"AND rowid <= ? AND {VALID_SCALAR} ORDER BY rowid",
-                                  (self.scalar_rowid, top))
+                                  "AND rowid <= ? ORDER BY rowid", (self.scalar_rowid, top))
             while rows := cursor.fetchmany(FETCH):
                 by_name: dict[str, list[tuple]] = {}
                 for name, *rest in rows:
                     by_name.setdefault(name, []).append(rest)
                 for name, part in by_name.items():
-                    self._series_for(name).extend(*_columns(part))
+                    self._extend(name, part)
         self.scalar_rowid = top
 
+    def _wrong_types(self, what: str) -> None:
+        self.damage.setdefault("scalars", f"table 'scalars': rows of {what} hold values of "
+                                          "the wrong type (skipped)")
+
+    def _extend(self, name: Any, rows: list[tuple]) -> None:
+        """Add ``(step, value, time)`` rows of ``name``; rows of the wrong type (a crafted
+        or damaged file: SQLite keeps any type in any column) are skipped and noted."""
+        try:
+            if not isinstance(name, str):
+                raise TypeError(name)
+            columns = _columns(rows)
+        except (ValueError, TypeError, OverflowError):
+            self._wrong_types(repr(name)[:60])
+            if not isinstance(name, str):
+                return
+            columns = _columns([r for r in rows if _plain_row(r)])
+        self._series_for(name).extend(*columns)
+
     def _first_scalars(self, conn: sqlite3.Connection, top: int) -> None:
-        names = conn.execute(
-            f"SELECT name, count(*), min(step), max(step) FROM scalars WHERE rowid <= ? AND "
-            f"{VALID_SCALAR} GROUP BY name ORDER BY min(rowid)", (top,)).fetchall()
+        query = ("SELECT name, count(*), min(step), max(step) FROM scalars WHERE rowid <= ? "
+                 "AND {valid} GROUP BY name ORDER BY min(rowid)")
+        names = conn.execute(query.format(valid="1"), (top,)).fetchall()
+        valid = "1"  # the type filter costs the covering index: only for a damaged table
+        if not all(isinstance(n, str) and isinstance(lo, int) and isinstance(hi, int)
+                   for n, _, lo, hi in names):
+            self._wrong_types("some metrics")
+            valid = VALID_SCALAR
+            names = conn.execute(query.format(valid=valid), (top,)).fetchall()
         for name, n, lo, hi in names:
-            if n <= MAX_POINTS:
-                rows = conn.execute("SELECT step, value, time FROM scalars WHERE name=? AND "
-                                    f"rowid <= ? AND {VALID_SCALAR} ORDER BY step, rowid",
-                                    (name, top)).fetchall()
-            else:
-                width = max(1, -(-(hi - lo + 1) // (MAX_POINTS // 2)))
-                rows = []
-                for agg in ("min", "max"):
-                    rows += conn.execute(
-                        f"SELECT step, {agg}(value), time FROM scalars WHERE name=? AND rowid "
-                        f"<= ? AND value IS NOT NULL AND {VALID_SCALAR} GROUP BY (step - ?) / ?",
-                        (name, top, lo, width)).fetchall()
-                rows += conn.execute(
-                    "SELECT step, value, time FROM scalars WHERE name=? AND rowid <= ? AND "
-                    f"value IS NULL AND {VALID_SCALAR} ORDER BY step LIMIT ?",
-                    (name, top, MAX_POINTS // 10)).fetchall()
-                rows = sorted(set(rows), key=lambda r: r[0])
-            self._series_for(name).extend(*_columns(rows))
+            self._extend(name, self._first_rows(conn, name, (n, lo, hi), top, valid))
+
+    def _first_rows(self, conn: sqlite3.Connection, name: str, span: tuple[int, int, int],
+                    top: int, valid: str) -> list[tuple]:
+        """All rows of ``name``, or the min and max row of each step bucket (and the first
+        NaNs) when it has more than :data:`MAX_POINTS`."""
+        n, lo, hi = span
+        if n <= MAX_POINTS:
+            return conn.execute("SELECT step, value, time FROM scalars WHERE name=? AND "
+                                f"rowid <= ? AND {valid} ORDER BY step, rowid",
+                                (name, top)).fetchall()
+        width = max(1, -(-(hi - lo + 1) // (MAX_POINTS // 2)))
+        rows = []
+        for agg in ("min", "max"):
+            rows += conn.execute(
+                f"SELECT step, {agg}(value), time FROM scalars WHERE name=? AND rowid <= ? "
+                f"AND value IS NOT NULL AND {valid} GROUP BY (step - ?) / ?",
+                (name, top, lo, width)).fetchall()
+        rows += conn.execute(
+            "SELECT step, value, time FROM scalars WHERE name=? AND rowid <= ? AND "
+            f"value IS NULL AND {valid} ORDER BY step LIMIT ?",
+            (name, top, MAX_POINTS // 10)).fetchall()
+        return sorted(set(rows), key=lambda r: r[0])
 
     def scalars(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Each metric's ``(step, value, time)``, sorted by step."""
