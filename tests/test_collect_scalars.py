@@ -180,6 +180,9 @@ def test_a_value_that_could_not_be_stored_later_is_refused_at_the_call(kwargs, p
     log.log(loss=0.5)
     with pytest.raises(VizdebugError, match=pattern):
         log.log(**kwargs)
+    with pytest.raises(VizdebugError, match=pattern):
+        log.log(acc=1.0, **kwargs)  # the valid value before the refused one goes too
+    assert log.next_step == 1 and "acc" not in log.names()
     for _ in range(10):
         log.log(loss=0.25)  # the chunk resolves: nothing raises, nothing is lost
     steps, values, _ = log.series("loss")

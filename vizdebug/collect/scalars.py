@@ -11,6 +11,7 @@ is halved with min/max-preserving downsampling, so spikes and NaNs stay visible.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import operator
@@ -228,9 +229,9 @@ class ScalarLog:
         else:
             step = self._explicit_step(step)
         now = self.clock()
-        entries: list[tuple[int, str, Any, float]] = []
-        append = entries.append
+        append = self._pending.append
         tensor_type = self._tensor_type
+        name = ""
         try:
             for name, value in metrics.items():
                 kind = type(value)
@@ -259,11 +260,17 @@ class ScalarLog:
                     tensor_type = self._tensor_type = _torch_tensor_type()
                 append((step, name, value, now))
         except BaseException:
-            self._step = before  # a refused call logs nothing, not even its valid values
+            self._undo(before, list(metrics).index(name) if name in metrics else 0)
             raise
-        self._pending.extend(entries)
         if len(self._pending) >= self.chunk:
             self.resolve()
+
+    def _undo(self, step: int, appended: int) -> None:
+        """A refused call logs nothing: its values accepted before the refused one go."""
+        self._step = step
+        with contextlib.suppress(IndexError):  # resolve() in another thread took them
+            for _ in range(appended):
+                self._pending.pop()
 
     def _explicit_step(self, step: object) -> int:
         try:
