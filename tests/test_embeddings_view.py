@@ -79,6 +79,8 @@ def test_traits_selection_and_dropped_rows(blobs):
     assert np.frombuffer(w.losses, "<f4")[3] == 4.0  # row 3 was left out
     w.selected = [2, 3]
     assert view.selected == [2, 4]
+    grid = view.show_selected()
+    assert grid.pages[0].n_items == 2 and "vd-label\">0<" in grid.pages[0].html
     assert "1 of 80 rows hold NaN" in w.info_html
 
 

@@ -76,8 +76,9 @@ class EmbeddingView(View):
 
     title = "vizdebug embeddings"
 
-    def __init__(self, features: FeatureSet, *, labels=None, predictions=None, losses=None,
-                 images=None, method: str = "pca", params: dict[str, Any] | None = None) -> None:
+    def __init__(self, features: FeatureSet, preview: np.ndarray, *, labels=None,
+                 predictions=None, losses=None, images=None, method: str = "pca",
+                 params: dict[str, Any] | None = None) -> None:
         self.features = features
         self.labels = labels
         self.predictions = predictions
@@ -86,7 +87,7 @@ class EmbeddingView(View):
         self.method = method
         self.params = dict(params or {})
         self.classes = class_codes(labels, predictions)
-        self.preview = unit_box(pca_layout(features.values))
+        self.preview = preview
         self.layout = self.preview
         self.layout_name = "PCA preview" if method != "pca" else "PCA"
         self.quality: dict[str, float | None] = {}
@@ -115,7 +116,9 @@ class EmbeddingView(View):
             per["losses"] = _as_losses(per["losses"])
         chosen = choose_method(method, len(fs.rows))
         subset = {k: (v[fs.rows] if v is not None else None) for k, v in per.items()}
-        view = cls(fs, images=_take(images, fs.rows, n), method=chosen, params=params, **subset)
+        preview = unit_box(pca_layout(fs.values))
+        view = cls(fs, preview, images=_take(images, fs.rows, n), method=chosen, params=params,
+                   **subset)
         view._note_input(method, chosen)
         return view.start()
 
@@ -149,6 +152,21 @@ class EmbeddingView(View):
     def selected(self) -> list[int]:
         """Indices (into the features passed) of the points selected in the browser."""
         return list(self._selected)
+
+    def show_selected(self, n: int | None = None) -> Any:
+        """The selected points' images (with their labels) as a :func:`show_batch` grid."""
+        from ..errors import VizdebugError
+        from .batch import show_batch
+
+        if self.images is None or not self._selected:
+            raise VizdebugError("nothing to show: " + ("pass images= to show_embeddings"
+                                if self.images is None else "select points first (lasso)"))
+        where = np.searchsorted(self.features.rows, self._selected)
+        images = _take(self.images, where, -1)
+        layout = "NHW" if len(getattr(images, "shape", ())) == 3 else "auto"
+        codes = self.classes.labels
+        source = images if codes is None else (images, codes[where].tolist())
+        return show_batch(source, n, classes=self.classes.names or None, layout=layout)
 
     def _work(self) -> None:
         try:
