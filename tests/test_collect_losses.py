@@ -111,3 +111,57 @@ def test_a_check_that_fails_is_reported_not_raised(monkeypatch):
     finally:
         watch.disarm()
     assert torch.isfinite(loss) and errors == [("the loss check", "boom")]
+
+
+def _train(model: nn.Module, session_every, steps: int = 30, shift: int = 0):
+    import vizdebug as vd
+
+    torch.manual_seed(1)
+    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    session = vd.watch(model, every=session_every) if session_every else None
+    try:
+        for _ in range(steps):
+            x, y = torch.randn(64, 10), torch.randint(0, 4, (64,)) + shift
+            loss = nn.CrossEntropyLoss()(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        found = session.findings() if session else None
+        if session:
+            session.close()
+    return found
+
+
+def _model(softmax: bool) -> nn.Module:
+    torch.manual_seed(0)
+    layers = [nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 4)]
+    return nn.Sequential(*layers, *([nn.Softmax(1)] if softmax else []))
+
+
+@pytest.mark.parametrize("every", [1, "auto"])
+def test_watch_names_a_softmax_before_cross_entropy_and_trains_bitwise_the_same(every):
+    depth = _stack_depth()
+    found = _train(_model(True), every)
+    assert [(f.code, f.where) for f in found] == [("loss-output-mismatch", "loss (cross_entropy)")]
+    assert _stack_depth() == depth
+    assert _train(_model(False), every) == []
+    watched, plain = _model(True), _model(True)
+    _train(watched, every)
+    _train(plain, None)
+    assert all(torch.equal(a, b) for a, b in zip(watched.parameters(), plain.parameters()))
+
+
+def test_labels_out_of_range_are_named_before_torch_refuses_them():
+    with pytest.raises(IndexError):
+        _train(_model(False), "auto", shift=1)
+    import vizdebug as vd
+
+    model = _model(False)
+    session = vd.watch(model)
+    with pytest.raises(IndexError):
+        nn.CrossEntropyLoss()(model(torch.randn(8, 10)), torch.arange(8) + 1)
+    found = session.findings()
+    session.close()
+    assert found.codes == ["labels-out-of-range"] and found[0].severity == "error"
+    assert _stack_depth() == 0

@@ -35,6 +35,7 @@ from .clock import StepClock
 from .crash import CrashNamer
 from .fused import at_end_of_backward
 from .gradients import GradientCollector, StepGrads
+from .losses import LossWatch
 from .outputs import OutputCollector
 from .pending import READ_AFTER, PendingSteps
 from .sampling import StepSampler
@@ -86,6 +87,7 @@ class ModelHooks:
         self.activations, self.grads = self.pending.activations, self.pending.grads
         paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
         self.crash = CrashNamer(paths, policy, step=lambda: self.step)
+        self.losses = LossWatch(policy.record, self.on_error)
         self.sampling = False  # the step in progress is sampled
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
@@ -156,6 +158,7 @@ class ModelHooks:
         if self._paused_at is not None or self._removed:
             return
         self._paused_at = self.sampler.clock()
+        self.losses.disarm()
         self.clock.unhook()
         self._detach()
         for handle in self.handles:
@@ -178,6 +181,7 @@ class ModelHooks:
 
     def remove(self) -> None:
         """Remove every hook (harmless when called twice)."""
+        self.losses.disarm()
         self._paused_at, self._removed = None, True
         self.clock.unhook()
         self._detach()
@@ -198,6 +202,8 @@ class ModelHooks:
         """A training step starts: seal the sampled one that ended, and attach or detach
         the per-layer hooks (a few comparisons between samples)."""
         try:
+            if self.losses.armed:
+                self.losses.disarm()  # the sampled step's loss was seen (or never came)
             sampler, step = self.sampler, self.step
             sampling = sampler.start_step(step)
             if not sampling and self._sampled_step is None and (
@@ -240,6 +246,8 @@ class ModelHooks:
     # -- hooks --------------------------------------------------------------------------
     def _root_pre_hook(self, module: torch.nn.Module, args: tuple) -> None:
         try:
+            if self.losses.armed:
+                self.losses.disarm()
             self._eval = not module.training
             self.clock.forward(module.training)
         except Exception as exc:
@@ -256,6 +264,7 @@ class ModelHooks:
             elif self._sampled_step is not None:
                 start = self.sampler.clock()
                 self.outputs.end_forward()
+                self.losses.arm(self._sampled_step)  # what reaches the loss, until it is seen
                 self.sampler.charge(self.sampler.clock() - start)
         except Exception as err:
             self.on_error("the activation collector" if exc is None else "the crash diagnosis",
@@ -355,6 +364,7 @@ class ModelHooks:
 
     def flush(self) -> None:
         """Seal the step in progress and read everything (call between steps)."""
+        self.losses.disarm()
         self.check_crash()
         with self.pending.lock:
             self._seal()

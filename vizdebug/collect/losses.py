@@ -18,6 +18,7 @@ a few reductions of the loss's inputs (one device sync on a sampled step).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,7 @@ class LossWatch:
         self.seen: set[tuple[str, str]] = set()
         self._mode: Any = None
         self._depth = -1
+        self._thread = 0  # modes are per thread: only the arming thread may leave it
 
     @property
     def armed(self) -> bool:
@@ -60,15 +62,16 @@ class LossWatch:
             mode = _mode_class()(self)
             mode.__enter__()
             self._mode, self.step = mode, step
-            self._depth = _stack_depth()
+            self._depth, self._thread = _stack_depth(), threading.get_ident()
         except Exception as exc:
             self.on_error("the loss check", exc)
 
     def disarm(self) -> None:
-        """Stop watching (harmless when not armed). A mode pushed after ours by someone
-        else is left alone: ours is popped only when it is on top."""
+        """Stop watching (harmless when not armed). Only the thread that armed it can, and
+        a mode pushed after ours by someone else is left alone: ours is popped only when it
+        is on top."""
         mode = self._mode
-        if mode is None:
+        if mode is None or threading.get_ident() != self._thread:
             return
         try:
             if _stack_depth() == self._depth:
