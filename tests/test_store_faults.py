@@ -530,3 +530,16 @@ def test_hand_fed_writer_reports_unwritten_parts_in_words(tmp_path):
     writer.close()
     assert writer.unwritten().startswith("0 logged points")
     assert vd.open_run(writer.path).meta["locked"] is True
+
+
+def test_points_dropped_from_a_full_queue_are_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_writer, "MAX_QUEUED", 4)
+    reports = []
+    writer = store_writer.RunWriter(tmp_path / "q.sqlite", RunDelta(),
+                                    on_error=lambda where, exc: reports.append(str(exc)))
+    for i in range(10):
+        writer.sink(np.array([i]), ("loss",), np.array([1.0]), np.array([0.0]))
+    writer.close()
+    assert writer.dropped == 6 and any("were dropped" in r for r in reports)
+    run = vd.open_run(writer.path)
+    assert run.meta["dropped_points"] == 6 and run.scalars()["step"].tolist() == [6, 7, 8, 9]

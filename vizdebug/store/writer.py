@@ -43,7 +43,7 @@ from .registry import OPEN, finish_later, supersede
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
 INTERVAL = 0.5            # seconds between writes (at most about this much is lost to a kill)
-CLOSE_WAIT = 1.0          # seconds close() waits for a lock another process holds
+CLOSE_WAIT = 0.8          # seconds close() waits for a lock another process holds (~1 s in all)
 LATE_CLOSE = 60.0         # seconds a close that could not write keeps trying in the background
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
 CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
