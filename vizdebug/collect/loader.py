@@ -3,8 +3,10 @@
 The tap wraps the *iterator* a loader returns, never the dataset, so it works with
 ``num_workers > 0`` (workers never see it). For a ``DataLoader`` passed to ``watch`` the
 loader's class is swapped for a subclass whose ``__iter__`` adds the tap; ``close()``
-swaps it back, so the user's own ``for x, y in loader`` loop is tapped unchanged. Any
-other iterable can be tapped explicitly with ``session.tap_loader(iterable)``.
+swaps it back, so the user's own ``for x, y in loader`` loop is tapped unchanged. Two
+sessions watching one loader are both fed (each tap wraps the iterator); the loader gets
+its own class back when the last of them closes. Any other iterable can be tapped
+explicitly with ``session.tap_loader(iterable)``.
 """
 
 from __future__ import annotations
