@@ -60,7 +60,8 @@ def test_umap_gets_the_parameters(blobs, monkeypatch):
 
 def test_a_failing_refinement_keeps_the_preview(blobs):
     view = vd.show_embeddings(blobs[0], labels=blobs[1], method="tsne", no_such=1).wait(30)
-    assert "TypeError" in view.error and view.layout_name == "PCA preview"
+    assert "fitting t-SNE" in view.error and "TypeError" in view.error
+    assert view.layout_name == "PCA preview"
     assert view.findings.codes == []
 
 
@@ -111,6 +112,7 @@ def test_static_twin_escapes_and_updates(blobs, html_mode, monkeypatch):
     ({"labels": [0, 1]}, "labels .*length 2.*80 rows"),
     ({"losses": np.zeros(3)}, "losses"),
     ({"method": "isomap"}, "'isomap'"),
+    ({"images": np.zeros((3, 8, 8))}, r"images .*shape \(3, 8, 8\).* 80 rows"),
 ])
 def test_bad_arguments_are_named(blobs, kwargs, says):
     with pytest.raises(VizdebugError, match=says):

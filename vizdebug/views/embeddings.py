@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._env import is_tensor, renderer
+from .._env import renderer
 from ..analysis.embeddings import (
     FeatureSet,
     as_features,
@@ -39,11 +39,16 @@ from ..analysis.embeddings_findings import (
 from ..findings import Findings, findings_html
 from ._base import View, live_esm
 from .embeddings_data import (
+    as_losses,
+    check_images,
     class_codes,
+    f32,
+    i32,
     legend_html,
     point_colours,
     quality_html,
     scatter_png,
+    take,
     thumbnails,
 )
 
@@ -113,11 +118,12 @@ class EmbeddingView(View):
         per = {name: per_point(v, n, name) for name, v in
                (("labels", labels), ("predictions", predictions), ("losses", losses))}
         if per["losses"] is not None:
-            per["losses"] = _as_losses(per["losses"])
+            per["losses"] = as_losses(per["losses"])
         chosen = choose_method(method, len(fs.rows))
         subset = {k: (v[fs.rows] if v is not None else None) for k, v in per.items()}
         preview = unit_box(pca_layout(fs.values))
-        view = cls(fs, preview, images=_take(images, fs.rows, n), method=chosen, params=params,
+        check_images(images, n)
+        view = cls(fs, preview, images=take(images, fs.rows, n), method=chosen, params=params,
                    **subset)
         view._note_input(method, chosen)
         return view.start()
@@ -162,7 +168,7 @@ class EmbeddingView(View):
             raise VizdebugError("nothing to show: " + ("pass images= to show_embeddings"
                                 if self.images is None else "select points first (lasso)"))
         where = np.searchsorted(self.features.rows, self._selected)
-        images = _take(self.images, where, -1)
+        images = take(self.images, where, -1)
         layout = "NHW" if len(getattr(images, "shape", ())) == 3 else "auto"
         codes = self.classes.labels
         source = images if codes is None else (images, codes[where].tolist())
@@ -174,7 +180,7 @@ class EmbeddingView(View):
             if self.method != "pca":
                 self._refine()
         except Exception as exc:  # shown in the view; the preview stays
-            self.error = f"{NAMES.get(self.method, self.method)} failed: {type(exc).__name__}: {exc}"
+            self.error = f"{self.stage or 'refinement'} failed: {type(exc).__name__}: {exc}"
         finally:
             self._analysed.set()
             self.stage, self._running = "", False
@@ -186,7 +192,10 @@ class EmbeddingView(View):
         x = self.features.values
         if self.images is not None:
             self._set_stage("making thumbnails")
-            self.thumbs, why = thumbnails(self.images, len(x))
+            try:
+                self.thumbs, why = thumbnails(self.images, len(x))
+            except Exception as exc:  # the picture matters more than its thumbnails
+                why = f"no thumbnails: {exc}"
             self.notes += [why] if why else []
         dups = duplicate_count(x)
         if dups:
@@ -195,7 +204,8 @@ class EmbeddingView(View):
         self._geometry = feature_geometry(x, self.labels)
         self._findings = geometry_findings(self._geometry, self.features.rows)
         self._analysed.set()
-        self.quality = layout_quality(x, self.layout, self._geometry)
+        if self.method == "pca":  # else only the refined layout is measured (~1 s each)
+            self.quality = layout_quality(x, self.layout, self._geometry)
         self._push()
 
     def _refine(self) -> None:
@@ -214,7 +224,7 @@ class EmbeddingView(View):
         if w is None:
             return
         with w.hold_sync():
-            w.x, w.y = _f32(self.layout[:, 0]), _f32(self.layout[:, 1])
+            w.x, w.y = f32(self.layout[:, 0]), f32(self.layout[:, 1])
             w.layout_name = self.layout_name
             w.stage, w.error, w.busy = self.stage, self.error, self._running
             w.info_html = self._info_html()
@@ -224,10 +234,10 @@ class EmbeddingView(View):
     def _build_widget(self) -> Any:
         c = self.classes
         widget = _widget_class()(
-            x=_f32(self.layout[:, 0]), y=_f32(self.layout[:, 1]),
+            x=f32(self.layout[:, 0]), y=f32(self.layout[:, 1]),
             rows=self.features.rows.astype("<i4").tobytes(), class_names=c.names,
-            labels=_i32(c.labels), predictions=_i32(c.predictions),
-            losses=_f32(self.losses), thumbs=list(self.thumbs),
+            labels=i32(c.labels), predictions=i32(c.predictions),
+            losses=f32(self.losses), thumbs=list(self.thumbs),
             layout_name=self.layout_name, stage=self.stage, error=self.error,
             busy=self._running,
             info_html=self._info_html(), color_by=self._default_colour())
@@ -295,31 +305,6 @@ class EmbeddingView(View):
         state = "done" if self.done else f"refining: {self.stage}"
         return (f"EmbeddingView({len(self.layout)} points, {self.layout_name}, {state}, "
                 f"findings: {', '.join(self._findings.codes) or 'none'})")
-
-
-def _as_losses(values: np.ndarray) -> np.ndarray:
-    from ..errors import VizdebugTypeError
-
-    if values.dtype.kind not in "biuf":
-        raise VizdebugTypeError(f"losses must be numbers, got dtype {values.dtype}")
-    return values.astype(np.float64)
-
-
-def _take(images: Any, rows: np.ndarray, n: int) -> Any:
-    """The images of the kept rows (all of them when no row was dropped)."""
-    if images is None or len(rows) == n:
-        return images
-    if isinstance(images, np.ndarray) or is_tensor(images):
-        return images[rows]
-    return [images[i] for i in rows.tolist()]
-
-
-def _f32(values: np.ndarray | None) -> bytes:
-    return b"" if values is None else np.asarray(values, dtype="<f4").tobytes()
-
-
-def _i32(values: np.ndarray | None) -> bytes:
-    return b"" if values is None else np.asarray(values, dtype="<i4").tobytes()
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from .._env import is_tensor
+from ..errors import VizdebugError, VizdebugTypeError, describe
+
 THUMB_MAX = 20000  # more thumbnails than this would make the page too heavy
 THUMB_SIZE = 64
 PICTURE_PX = 420
@@ -151,3 +154,41 @@ def quality_html(quality: dict[str, float | None], method: str) -> str:
             (f"kNN accuracy of labels, {html.escape(method)} picture", quality.get("knn_layout"))]
     body = "".join(f"<tr><td>{name}</td><td>{cell(v)}</td></tr>" for name, v in rows)
     return f'<table class="vd-table vd-emb-quality">{body}</table>'
+
+
+def as_losses(values: np.ndarray) -> np.ndarray:
+    """Losses as float64 (one per point, already checked for length)."""
+    if values.dtype.kind not in "biuf":
+        raise VizdebugTypeError(f"losses must be numbers, got dtype {values.dtype}")
+    return values.astype(np.float64)
+
+
+def check_images(images: Any, n: int) -> None:
+    """Refuse images that are not one picture per point, naming what was passed."""
+    if images is None:
+        return
+    try:
+        count = len(images)
+    except TypeError:
+        raise VizdebugTypeError(f"images ({describe(images)}) must be a sequence of pictures, "
+                                "one per point") from None
+    if count != n:
+        raise VizdebugError(f"images ({describe(images)}) must hold one picture per point: "
+                            f"the features have {n} rows")
+
+
+def take(images: Any, rows: np.ndarray, n: int) -> Any:
+    """The images of the kept rows (all of them when no row was dropped)."""
+    if images is None or len(rows) == n:
+        return images
+    if isinstance(images, np.ndarray) or is_tensor(images):
+        return images[rows]
+    return [images[i] for i in rows.tolist()]
+
+
+def f32(values: np.ndarray | None) -> bytes:
+    return b"" if values is None else np.asarray(values, dtype="<f4").tobytes()
+
+
+def i32(values: np.ndarray | None) -> bytes:
+    return b"" if values is None else np.asarray(values, dtype="<i4").tobytes()

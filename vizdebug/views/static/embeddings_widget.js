@@ -128,117 +128,123 @@ function vdStatus(model, status, t0) {
     (busy ? ` \u00b7 ${model.get("stage") || "working"}\u2026 ${secs} s` : "") + (err ? ` \u00b7 ${err}` : "");
 }
 
-function render({ model, el }) {
-  let d = vdData(model);
-  const root = vdEl("div", "vd-emb");
-  const c = vdControls(model, d);
-  const stage = vdEl("div", "vd-emb-stage");
-  const canvas = vdEl("canvas", "vd-emb-canvas");
-  const tip = vdEl("div", "vd-emb-tip");
-  const legend = vdEl("div", "vd-emb-legend");
-  const strip = vdEl("div", "vd-emb-strip");
-  const info = vdEl("div", "vd-emb-side");
-  stage.append(canvas, tip);
+function vdBuild(el, model, d) {
+  const ui = vdControls(model, d);
+  for (const name of ["stage", "tip", "legend", "strip", "side"]) ui[name] = vdEl("div", `vd-emb-${name}`);
+  ui.canvas = vdEl("canvas", "vd-emb-canvas");
+  ui.stage.append(ui.canvas, ui.tip);
+  const left = vdEl("div", "vd-emb-left");
+  left.append(ui.stage, ui.legend);
   const main = vdEl("div", "vd-emb-main");
-  main.append(vdEl("div", "vd-emb-left"), info);
-  main.firstChild.append(stage, legend);
-  root.append(c.bar, main, strip);
+  main.append(left, ui.side);
+  const root = vdEl("div", "vd-emb");
+  root.append(ui.bar, main, ui.strip);
   el.appendChild(root);
+  return ui;
+}
 
-  let plot = null;
-  let mouse = [0, 0];
+function vdLegend(legend, d, by) {
+  legend.replaceChildren();
+  const src = by === "label" ? d.labels : by === "prediction" ? d.preds : null;
+  if (!src) return;
+  const present = [...new Set(src)].filter((c) => c >= 0).sort((a, b) => a - b);
+  for (const i of present.slice(0, 30)) {  // classes of this colouring only
+    const key = vdEl("span", "vd-emb-key");
+    const sw = vdEl("i");
+    sw.style.background = VD_PALETTE[i % VD_PALETTE.length];
+    key.append(sw, document.createTextNode(String(d.names[i])));
+    legend.append(key);
+  }
+  if (present.length > 30) legend.append(vdEl("span", "vd-note", `+${present.length - 30} more classes`));
+}
+
+function vdCreatePlot(canvas, n) {
+  return vdReglScatterplot.createScatterplot({
+    canvas, width: "auto", height: "auto", pointSize: n > 50000 ? 2 : n > 5000 ? 3 : n > 500 ? 5 : 7,
+    opacity: n > 20000 ? 0.7 : 0.9, backgroundColor: "#ffffff", lassoColor: "#333333",
+    pointColorHover: "#000000", pointColorActive: "#000000", showReticle: false,
+  });
+}
+
+// Without WebGL the static twin (hidden when the widget rendered) is the picture.
+function vdNoWebGL(model, el, ui, err) {
+  ui.status.textContent = ` cannot draw here: WebGL is not available (${err.message}); showing the static picture`;
+  ui.stage.style.display = "none";
+  const id = model.get("fallback_id");
+  const twin = id ? vdFindFallback(el, '[data-vd-fallback="' + id + '"]') : null;
+  if (twin) twin.style.display = "";
+}
+
+function render({ model, el }) {
+  const s = { d: vdData(model), plot: null, mouse: [0, 0], pending: false };
+  const ui = vdBuild(el, model, s.d);
   const t0 = Date.now();
   const points = () => {
-    const enc = vdEncoding(d, model.get("color_by"));
-    return [{ x: d.x, y: d.y, valueA: enc.codes }, enc.colours];
-  };
-  const drawLegend = () => {
-    legend.replaceChildren();
-    const by = model.get("color_by");
-    const src = by === "label" ? d.labels : by === "prediction" ? d.preds : null;
-    if (!src) return;
-    const present = [...new Set(src)].filter((c) => c >= 0).sort((a, b) => a - b);
-    for (const i of present.slice(0, 30)) {  // classes of this colouring only
-      const key = vdEl("span", "vd-emb-key");
-      const sw = vdEl("i");
-      sw.style.background = VD_PALETTE[i % VD_PALETTE.length];
-      key.append(sw, document.createTextNode(String(d.names[i])));
-      legend.append(key);
-    }
-    if (present.length > 30) legend.append(vdEl("span", "vd-note", `+${present.length - 30} more classes`));
+    const enc = vdEncoding(s.d, model.get("color_by"));
+    return [{ x: s.d.x, y: s.d.y, valueA: enc.codes }, enc.colours];
   };
   const recolour = () => {
-    if (!plot) return;
+    ui.pick.value = model.get("color_by");
+    vdLegend(ui.legend, s.d, model.get("color_by"));
+    if (!s.plot) return;
     const [pts, colours] = points();
-    plot.set({ pointColor: colours, colorBy: "valueA" });
-    plot.draw(pts, { preventFilterReset: true, zDataType: "categorical" });
-    drawLegend();
+    s.plot.set({ pointColor: colours, colorBy: "valueA" });
+    s.plot.draw(pts, { preventFilterReset: true, zDataType: "categorical" });
   };
-  let pending = false;
-  const relayout = () => {
-    if (pending) return;
-    pending = true;
+  const relayout = () => {  // x and y change together: one animated draw per frame
+    if (s.pending) return;
+    s.pending = true;
     requestAnimationFrame(() => {
-      pending = false;
-      d = vdData(model);
-      if (!plot) return;
-      const [pts] = points();
-      plot.draw(pts, { transition: true, transitionDuration: 750, preventFilterReset: true, zDataType: "categorical" });
+      s.pending = false;
+      s.d = vdData(model);
+      if (s.plot) s.plot.draw(points()[0], { transition: true, transitionDuration: 750, preventFilterReset: true, zDataType: "categorical" });
     });
   };
-
-  function start(tries) {
-    if (!el.isConnected || stage.clientWidth === 0) {
+  const select = (sel) => {
+    model.set("selected", sel);
+    model.save_changes();
+    vdStrip(ui.strip, s.d, model.get("thumbs"), sel);
+  };
+  const start = (tries) => {
+    if (!el.isConnected || ui.stage.clientWidth === 0) {
       if (tries < 200) setTimeout(() => start(tries + 1), 50);
       return;
     }
-    const n = d.x.length;
-    try {
-      plot = vdReglScatterplot.createScatterplot({
-        canvas, width: "auto", height: "auto", pointSize: n > 50000 ? 2 : n > 5000 ? 3 : n > 500 ? 5 : 7,
-        opacity: n > 20000 ? 0.7 : 0.9, backgroundColor: "#ffffff", lassoColor: "#333333",
-        pointColorHover: "#000000", pointColorActive: "#000000", showReticle: false,
-      });
-    } catch (err) {
-      c.status.textContent = ` cannot draw: WebGL is not available here (${err.message}); the static picture above shows the layout`;
-      return;
-    }
-    el.__vdPlot = plot;  // for tests and debugging in the console
-    plot.subscribe("pointOver", (i) => vdShowTip(tip, d, model.get("thumbs"), i, mouse));
-    plot.subscribe("pointOut", () => { tip.style.display = "none"; });
-    plot.subscribe("select", ({ points: sel }) => {
-      model.set("selected", Array.from(sel));
-      model.save_changes();
-      vdStrip(strip, d, model.get("thumbs"), Array.from(sel));
-    });
-    plot.subscribe("deselect", () => {
-      model.set("selected", []);
-      model.save_changes();
-      vdStrip(strip, d, model.get("thumbs"), []);
-    });
+    try { s.plot = vdCreatePlot(ui.canvas, s.d.x.length); } catch (err) { vdNoWebGL(model, el, ui, err); return; }
+    el.__vdPlot = s.plot;  // for tests and debugging in the console
+    s.plot.subscribe("pointOver", (i) => vdShowTip(ui.tip, s.d, model.get("thumbs"), i, s.mouse));
+    s.plot.subscribe("pointOut", () => { ui.tip.style.display = "none"; });
+    s.plot.subscribe("select", ({ points: sel }) => select(Array.from(sel)));
+    s.plot.subscribe("deselect", () => select([]));
     recolour();
-  }
-  stage.addEventListener("mousemove", (e) => {
-    const r = stage.getBoundingClientRect();
-    mouse = [e.clientX - r.left, e.clientY - r.top];
+  };
+  vdWire(model, el, ui, s, { recolour, relayout, t0 });
+  recolour();
+  start(0);
+  return () => { clearInterval(s.timer); if (s.plot) s.plot.destroy(); };
+}
+
+function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
+  const status = () => vdStatus(model, ui.status, t0);
+  const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
+  ui.stage.addEventListener("mousemove", (e) => {
+    const r = ui.stage.getBoundingClientRect();
+    s.mouse = [e.clientX - r.left, e.clientY - r.top];
   });
-  c.pick.addEventListener("change", () => { model.set("color_by", c.pick.value); model.save_changes(); recolour(); });
-  c.lasso.addEventListener("click", () => {
-    if (!plot) return;
-    const on = plot.get("mouseMode") !== "lasso";
-    plot.set({ mouseMode: on ? "lasso" : "panZoom" });
-    c.lasso.classList.toggle("vd-on", on);
+  ui.pick.addEventListener("change", () => { model.set("color_by", ui.pick.value); model.save_changes(); recolour(); });
+  ui.lasso.addEventListener("click", () => {
+    if (!s.plot) return;
+    const on = s.plot.get("mouseMode") !== "lasso";
+    s.plot.set({ mouseMode: on ? "lasso" : "panZoom" });
+    ui.lasso.classList.toggle("vd-on", on);
   });
-  c.clear.addEventListener("click", () => plot && plot.deselect());
-  const showInfo = () => { info.innerHTML = model.get("info_html"); vdStatus(model, c.status, t0); };
+  ui.clear.addEventListener("click", () => s.plot && s.plot.deselect());
   model.on("change:x", relayout);
   model.on("change:y", relayout);
+  model.on("change:color_by", recolour);
   model.on("change:info_html", showInfo);
-  for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, () => vdStatus(model, c.status, t0));
-  const timer = setInterval(() => { if (!el.isConnected && plot) return; vdStatus(model, c.status, t0); }, 500);
+  for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, status);
+  s.timer = setInterval(() => { if (model.get("busy")) status(); }, 500);
   showInfo();
-  drawLegend();
-  start(0);
-  return () => { clearInterval(timer); if (plot) plot.destroy(); };
 }
 export default { render };

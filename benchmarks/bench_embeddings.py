@@ -1,0 +1,127 @@
+"""show_embeddings against the libraries it wraps, on clustered data (10 blobs).
+
+- time to first picture in a cold process (``import vizdebug`` included), UMAP asked for;
+- the PCA preview at 2k / 10k / 50k / 100k x 64 and at 10k x 512 (target: under 0.5 s);
+- the refined view (background thread, neighbour findings and quality figures included)
+  against ``sklearn.manifold.TSNE`` and ``umap.UMAP`` called directly (target: within 1.1x);
+- what a notebook page carries for 10k points with 8 x 8 thumbnails (target: under 5 MB).
+
+Issue 12's full grid (t-SNE and UMAP at every size) takes hours on a 2-core machine; by
+default the refined comparison runs at 2k (t-SNE) and 2k / 10k (UMAP). ``--full`` runs it all.
+openTSNE is compared when it is installed. Run: ``python benchmarks/bench_embeddings.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+COLD = """
+import time; t = time.perf_counter()
+import numpy as np, vizdebug as vd
+x = np.random.default_rng(0).normal(size=(10000, 64)).astype(np.float32)
+view = vd.show_embeddings(x, labels=np.arange(10000) % 10, method="umap")
+html = view._static_html()
+print(time.perf_counter() - t)
+"""
+
+
+def clustered(n: int, d: int = 64, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, n)
+    return (rng.normal(0, 4, (10, d))[y] + rng.normal(0, 1, (n, d))).astype(np.float32), y
+
+
+def cold_first_picture() -> float:
+    out = subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def preview_seconds(n: int, d: int, repeats: int = 3) -> float:
+    from vizdebug.analysis.embeddings import as_features, pca_layout, unit_box
+
+    x, _ = clustered(n, d)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        unit_box(pca_layout(as_features(x).values))
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def refined_seconds(method: str, n: int) -> tuple[float, float]:
+    """(vizdebug from call to refined layout, the library alone) on the same data."""
+    import vizdebug as vd
+
+    x, y = clustered(n)
+    t = time.perf_counter()
+    view = vd.show_embeddings(x, labels=y, method=method).wait()
+    ours = time.perf_counter() - t
+    assert view.layout_name != "PCA preview", view.error
+    t = time.perf_counter()
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        TSNE(init="pca", random_state=0, perplexity=30.0).fit_transform(x)
+    else:
+        import umap
+
+        umap.UMAP(n_neighbors=15, random_state=0).fit_transform(x)
+    return ours, time.perf_counter() - t
+
+
+def opentsne_seconds(n: int) -> float | None:
+    try:
+        from openTSNE import TSNE
+    except ImportError:
+        return None
+    x, _ = clustered(n)
+    t = time.perf_counter()
+    TSNE(random_state=0).fit(x)
+    return time.perf_counter() - t
+
+
+def page_bytes(n: int = 10000) -> dict[str, int]:
+    import vizdebug as vd
+    from vizdebug import _env
+
+    _env.set_renderer("widget")
+    x, y = clustered(n)
+    images = np.random.default_rng(0).random((n, 8, 8)).astype(np.float32)
+    view = vd.show_embeddings(x, labels=y, images=images, method="pca").wait()
+    state = view.widget.get_state()
+    esm = len(state.pop("_esm", ""))
+    data = sum(len(v) if isinstance(v, (bytes, memoryview)) else len(json.dumps(v, default=str))
+               for v in state.values())
+    static = len(view._static_bundle("x")["text/html"])
+    return {"widget state": data, "widget code": esm, "static twin": static,
+            "total": data + esm + static}
+
+
+def main(full: bool = False) -> dict:
+    results: dict = {"cold first picture, UMAP asked (s)": round(cold_first_picture(), 2)}
+    for n, d in [(2000, 64), (10000, 64), (50000, 64), (100000, 64), (10000, 512)]:
+        results[f"PCA preview {n} x {d} (s)"] = round(preview_seconds(n, d), 3)
+    tsne_sizes = [2000, 10000, 50000, 100000] if full else [2000]
+    umap_sizes = [2000, 10000, 50000, 100000] if full else [2000, 10000]
+    refined_seconds("umap", 500)  # warm numba's cache once: compile time is not fit time
+    for method, sizes in (("tsne", tsne_sizes), ("umap", umap_sizes)):
+        for n in sizes:
+            ours, theirs = refined_seconds(method, n)
+            results[f"{method} {n}: vizdebug / library (s)"] = (
+                f"{ours:.1f} / {theirs:.1f} = {ours / theirs:.2f}x")
+    for n in tsne_sizes:
+        seconds = opentsne_seconds(n)
+        results[f"openTSNE {n} (s)"] = "not installed" if seconds is None else round(seconds, 1)
+    results["page for 10k points with thumbnails (bytes)"] = page_bytes()
+    for k, v in results.items():
+        print(f"{k}: {v}")
+    return results
+
+
+if __name__ == "__main__":
+    main(full="--full" in sys.argv)
