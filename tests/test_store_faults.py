@@ -370,6 +370,7 @@ def test_truncated_and_bit_flipped_files_give_clear_errors(tmp_path, finished_ru
 
 
 def _crafted(tmp_path: Path, good: bytes, name: str, *sql: tuple) -> Path:
+    """A copy of ``good`` changed by the SQL statements ``sql``."""
     path = tmp_path / f"{name}.sqlite"
     path.write_bytes(good)
     with sqlite3.connect(path) as conn:
@@ -543,3 +544,17 @@ def test_points_dropped_from_a_full_queue_are_reported(tmp_path, monkeypatch):
     assert writer.dropped == 6 and any("were dropped" in r for r in reports)
     run = vd.open_run(writer.path)
     assert run.meta["dropped_points"] == 6 and run.scalars()["step"].tolist() == [6, 7, 8, 9]
+
+
+def test_without_a_lock_to_ask_heartbeats_decide(tmp_path, finished_run):
+    """A run from another machine (or an older vizdebug): no lock can be asked, so a
+    'running' run is interrupted after 4 missed writes and a second."""
+    path = _crafted(tmp_path, finished_run, "elsewhere",
+                    ("UPDATE meta SET value='\"running\"' WHERE key='state'",),
+                    ("UPDATE meta SET value='\"another-host\"' WHERE key='host'",),
+                    ("UPDATE meta SET value=? WHERE key='heartbeat'", (str(time.time()),)))
+    run = vd.open_run(path)
+    assert run._writer_alive() is None and run.state == "running"
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='heartbeat'", (str(time.time() - 3.1),))
+    assert vd.open_run(path).state == "interrupted"
