@@ -6,6 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, arrays
 from sklearn.datasets import load_digits
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
@@ -227,3 +230,17 @@ def test_randomized_preview_matches_exact_pca():
     for k in range(2):
         err = min(np.abs(fast[:, k] - exact[:, k]).max(), np.abs(fast[:, k] + exact[:, k]).max())
         assert err < 1e-3 * np.abs(exact[:, k]).max()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(dtype=st.sampled_from([np.float32, np.float64, np.int64, np.bool_]),
+              shape=array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)))
+def test_any_array_becomes_a_picture_or_a_clear_error(x):
+    try:
+        fs = as_features(x)
+    except VizdebugError as err:
+        assert "shape" in str(err) or "rows" in str(err) or "points" in str(err)
+        return
+    xy = pca_layout(fs.values)
+    assert xy.shape == (len(fs.rows), 2) and np.isfinite(xy).all()
+    assert np.isfinite(unit_box(xy)).all()

@@ -167,12 +167,19 @@ def pca_layout(x: np.ndarray) -> np.ndarray:
     out = np.zeros((n, 2))
     if n < 2:
         return out
-    centred = x - x.mean(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = x - x.mean(axis=0)
+        scale = float(np.abs(centred).max())
+    if not 0 < scale < np.inf:  # no spread, or values past the float range
+        return out
+    centred = centred / scale  # products of values near 1e308 would overflow
     exact = n * d <= EXACT_PCA_VALUES
     proj = _top2_exact(centred.astype(np.float64)) if exact else _top2_randomized(centred)
-    out[:, : proj.shape[1]] = proj
-    scale = np.abs(out).max()
-    out[:, np.abs(out).max(axis=0) <= 1e-12 * max(scale, 1e-300)] = 0.0
+    with np.errstate(over="ignore"):
+        full = proj * scale
+    out[:, : proj.shape[1]] = full if np.isfinite(full).all() else proj
+    biggest = np.abs(out).max()
+    out[:, np.abs(out).max(axis=0) <= 1e-12 * max(biggest, 1e-300)] = 0.0
     signs = np.sign(out[np.abs(out).argmax(axis=0), [0, 1]])
     return out * np.where(signs == 0, 1.0, signs)
 
@@ -256,6 +263,8 @@ def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -
                           f"(or use method='tsne'); import failed with: {exc}") from exc
     settings = {"n_components": 2, "n_neighbors": int(min(15, len(x) - 1)), "random_state": 0}
     settings.update(params)
+    if settings["random_state"] is not None:  # seeded UMAP runs on one thread anyway
+        settings.setdefault("n_jobs", 1)
     stage(f"fitting UMAP on {len(x):,} points (n_neighbors {settings['n_neighbors']})")
     return np.asarray(umap.UMAP(**settings).fit_transform(x), dtype=np.float64)
 
