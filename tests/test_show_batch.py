@@ -219,7 +219,7 @@ def test_masks_are_drawn_beside_their_images():
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(images, masks),
                                          batch_size=4)
     for source in (loader, (images, masks), list(zip(images, masks)),
-                   (images, masks[:, None].float())):
+                   (images, masks[:, None].float()), {"image": images, "mask": masks}):
         html = vd.show_batch(source, classes=["bg", EVIL, "dog"]).pages[0].html
         assert html.count('class="vd-crisp vd-mask"') == vd.show_batch(source).pages[0].n_items
         assert "mask: bg, &lt;img" in html and EVIL not in html

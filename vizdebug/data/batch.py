@@ -19,7 +19,7 @@ from .layout import LAYOUTS, infer_layout, to_nchw
 from .targets import normalise_labels, target_masks
 
 IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
-LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes")
+LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes", "mask", "masks")
 
 
 @dataclass
