@@ -149,3 +149,17 @@ def test_static_twin_shows_the_refined_layout_after_nbconvert():
     assert first and "t-SNE" in first[0]["data"]["text/html"]
     assert "PCA preview" not in first[0]["data"]["text/html"]
     assert "'t-SNE'" in nb.cells[1].outputs[0]["data"]["text/plain"]
+
+
+def test_label_noise_suspects_reach_the_widget():
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    x, y = x[:600], y[:600].copy()
+    flipped = np.arange(0, 600, 20)
+    y[flipped] = (y[flipped] + 3) % 10
+    view = vd.show_embeddings(x, labels=y, method="pca").wait(60)
+    finding = next(f for f in view.findings if f.code == "label-noise-suspects")
+    positions = view.widget.suspects
+    assert positions and sorted(positions) == sorted(finding.evidence["indices"])
+    assert len(set(positions) & set(flipped.tolist())) >= 0.8 * len(flipped)

@@ -230,6 +230,14 @@ class EmbeddingView(View):
             w.info_html = self._info_html()
             if len(w.thumbs) != len(self.thumbs):
                 w.thumbs = list(self.thumbs)
+            w.suspects = self._suspect_positions()
+
+    def _suspect_positions(self) -> list[int]:
+        """Where the label-noise suspects sit among the points drawn."""
+        geo = self._geometry
+        if geo is None or geo.suspects is None:
+            return []
+        return geo.sample[geo.suspects.positions].tolist()
 
     def _build_widget(self) -> Any:
         c = self.classes
@@ -240,7 +248,8 @@ class EmbeddingView(View):
             losses=f32(self.losses), thumbs=list(self.thumbs),
             layout_name=self.layout_name, stage=self.stage, error=self.error,
             busy=self._running,
-            info_html=self._info_html(), color_by=self._default_colour())
+            info_html=self._info_html(), color_by=self._default_colour(),
+            suspects=self._suspect_positions())
         widget.observe(self._on_selection, names="selected")
         return widget
 
@@ -330,6 +339,7 @@ def _widget_class() -> type:
         info_html = traitlets.Unicode("").tag(sync=True)
         color_by = traitlets.Unicode("label").tag(sync=True)
         selected = traitlets.List(traitlets.Int()).tag(sync=True)
+        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
         fallback_id = traitlets.Unicode("").tag(sync=True)
 
     return EmbeddingWidget

@@ -78,9 +78,10 @@ function vdControls(model, d) {
   pick.value = model.get("color_by");
   const lasso = vdEl("button", "vd-emb-lasso", "lasso select");
   const clear = vdEl("button", "vd-emb-clear", "clear selection");
+  const suspects = vdEl("button", "vd-emb-suspects");
   const status = vdEl("span", "vd-emb-status");
-  bar.append(vdEl("span", "", "colour by "), pick, lasso, clear, status);
-  return { bar, pick, lasso, clear, status };
+  bar.append(vdEl("span", "", "colour by "), pick, lasso, clear, suspects, status);
+  return { bar, pick, lasso, clear, suspects, status };
 }
 
 function vdTooltipText(d, i) {
@@ -239,6 +240,14 @@ function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
     ui.lasso.classList.toggle("vd-on", on);
   });
   ui.clear.addEventListener("click", () => s.plot && s.plot.deselect());
+  const suspects = () => {
+    const n = model.get("suspects").length;
+    ui.suspects.textContent = `select label-noise suspects (${n})`;
+    ui.suspects.style.display = n ? "" : "none";
+  };
+  ui.suspects.addEventListener("click", () => s.plot && s.plot.select(model.get("suspects")));
+  model.on("change:suspects", suspects);
+  suspects();
   model.on("change:x", relayout);
   model.on("change:y", relayout);
   model.on("change:color_by", recolour);
