@@ -56,7 +56,7 @@ def clean_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     defaults = {"every": 1, "rank": 0, "world_size": 1}
     for key, default in defaults.items():
         value = meta.get(key, default)
-        ok = (_is_int(value) and value >= 0) or (key == "every" and value == "auto")
+        ok = (_is_int(value) and value >= (key != "rank")) or (key == "every" and value == "auto")
         if not ok or (key == "world_size" and not 1 <= value <= MAX_WORLD):
             problems.append(f"{key}={value!r}")
             value = default
