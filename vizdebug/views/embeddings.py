@@ -105,6 +105,7 @@ class EmbeddingView(View):
         self._analysed = threading.Event()
         self._done = threading.Event()
         self._running = True
+        self._sync = threading.Lock()
         self._display: Any = None
         self._fallback_id = ""
         self._selected: list[int] = []
@@ -220,9 +221,11 @@ class EmbeddingView(View):
         self._push()
 
     def _push(self) -> None:
-        w = self._widget
-        if w is None:
-            return
+        with self._sync:
+            if self._widget is not None:
+                self._send(self._widget)
+
+    def _send(self, w: Any) -> None:
         with w.hold_sync():
             w.x, w.y = f32(self.layout[:, 0]), f32(self.layout[:, 1])
             w.layout_name = self.layout_name
@@ -240,6 +243,11 @@ class EmbeddingView(View):
         return geo.sample[geo.suspects.positions].tolist()
 
     def _build_widget(self) -> Any:
+        with self._sync:  # the worker's pushes wait until the widget is in place
+            self._widget = self._new_widget()
+            return self._widget
+
+    def _new_widget(self) -> Any:
         c = self.classes
         widget = _widget_class()(
             x=f32(self.layout[:, 0]), y=f32(self.layout[:, 1]),
@@ -293,11 +301,15 @@ class EmbeddingView(View):
         widget = self.widget if renderer() == "widget" else None
         if widget is None or renderer() == "text":
             self._display = display(self._repr_mimebundle_(), raw=True, display_id=True)
+            if not self._running:
+                self._refresh_static()
             return
         widget.fallback_id = self._fallback_id = uuid.uuid4().hex
         self._display = display(self._static_bundle(self._fallback_id), raw=True,
                                 display_id=True)
         display(widget)
+        if not self._running:  # finished while being displayed: its update found no handle
+            self._refresh_static()
 
     def _refresh_static(self) -> None:
         handle = self._display
