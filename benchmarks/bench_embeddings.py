@@ -103,23 +103,27 @@ def page_bytes(n: int = 10000) -> dict[str, int]:
 
 
 def main(full: bool = False) -> dict:
-    results: dict = {"cold first picture, UMAP asked (s)": round(cold_first_picture(), 2)}
+    results: dict = {}
+
+    def record(key: str, value: object) -> None:
+        results[key] = value
+        print(f"{key}: {value}", flush=True)
+
+    record("cold first picture, UMAP asked (s)", round(cold_first_picture(), 2))
     for n, d in [(2000, 64), (10000, 64), (50000, 64), (100000, 64), (10000, 512)]:
-        results[f"PCA preview {n} x {d} (s)"] = round(preview_seconds(n, d), 3)
+        record(f"PCA preview {n} x {d} (s)", round(preview_seconds(n, d), 3))
+    record("page for 10k points with thumbnails (bytes)", page_bytes())
     tsne_sizes = [2000, 10000, 50000, 100000] if full else [2000]
     umap_sizes = [2000, 10000, 50000, 100000] if full else [2000, 10000]
     refined_seconds("umap", 500)  # warm numba's cache once: compile time is not fit time
     for method, sizes in (("tsne", tsne_sizes), ("umap", umap_sizes)):
         for n in sizes:
             ours, theirs = refined_seconds(method, n)
-            results[f"{method} {n}: vizdebug / library (s)"] = (
-                f"{ours:.1f} / {theirs:.1f} = {ours / theirs:.2f}x")
+            record(f"{method} {n}: vizdebug / library (s)",
+                   f"{ours:.1f} / {theirs:.1f} = {ours / theirs:.2f}x")
     for n in tsne_sizes:
         seconds = opentsne_seconds(n)
-        results[f"openTSNE {n} (s)"] = "not installed" if seconds is None else round(seconds, 1)
-    results["page for 10k points with thumbnails (bytes)"] = page_bytes()
-    for k, v in results.items():
-        print(f"{k}: {v}")
+        record(f"openTSNE {n} (s)", "not installed" if seconds is None else round(seconds, 1))
     return results
 
 
