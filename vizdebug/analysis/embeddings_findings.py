@@ -107,7 +107,7 @@ def layout_quality(x: np.ndarray, layout: np.ndarray, geo: Geometry,
     >>> x = np.random.default_rng(1).normal(size=(30, 4))
     >>> q = layout_quality(x, x[:, :2], feature_geometry(x, None))
     >>> sorted(q), q["knn_layout"]
-    (['knn_features', 'knn_layout', 'trustworthiness'], None)
+    (['knn_features', 'knn_layout', 'knn_points', 'points', 'trustworthiness'], None)
     """
     trust = None
     pick = sample_positions(len(x), TRUST_SAMPLE, seed)
@@ -118,7 +118,7 @@ def layout_quality(x: np.ndarray, layout: np.ndarray, geo: Geometry,
     if geo.knn_features is not None:
         knn_layout = knn_accuracy(neighbour_index(layout[geo.sample]), geo.codes)
     return {"trustworthiness": trust, "knn_features": geo.knn_features,
-            "knn_layout": knn_layout}
+            "knn_layout": knn_layout, "points": len(pick), "knn_points": len(geo.sample)}
 
 
 def geometry_findings(geo: Geometry, rows: np.ndarray) -> Findings:

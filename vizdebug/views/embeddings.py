@@ -279,7 +279,7 @@ class EmbeddingView(View):
                  if self.error else "")
         found = (findings_html(self._findings, empty="No problems found in the geometry.")
                  if self._analysed.is_set() else '<div class="vd-note">findings: working…</div>')
-        quality = quality_html(self.quality, self.layout_name) if self.quality else ""
+        quality = quality_html(self.quality, self.layout_name, len(self.layout)) if self.quality else ""
         return f'<div class="vd-emb-info">{head}{notes}{error}{quality}{found}</div>'
 
     def _static_html(self) -> str:

@@ -144,8 +144,8 @@ def legend_html(classes: Classes, limit: int = 20) -> str:
     return f'<div class="vd-emb-legend">{"".join(items)}{tail}</div>'
 
 
-def quality_html(quality: dict[str, float | None], method: str) -> str:
-    """The quality figures as a small table."""
+def quality_html(quality: dict[str, float | None], method: str, n: int) -> str:
+    """The quality figures as a small table (and the sample sizes when not all ``n``)."""
     def cell(v: float | None) -> str:
         return "&ndash;" if v is None or v != v else f"{v:.3f}"
 
@@ -153,7 +153,10 @@ def quality_html(quality: dict[str, float | None], method: str) -> str:
             ("kNN accuracy of labels, features (k=10)", quality.get("knn_features")),
             (f"kNN accuracy of labels, {html.escape(method)} picture", quality.get("knn_layout"))]
     body = "".join(f"<tr><td>{name}</td><td>{cell(v)}</td></tr>" for name, v in rows)
-    return f'<table class="vd-table vd-emb-quality">{body}</table>'
+    sizes = {quality.get("points"), quality.get("knn_points")} - {None}
+    note = (f'<div class="vd-note">on fixed samples of {" and ".join(f"{s:,}" for s in sorted(sizes))}'
+            " points</div>") if sizes and max(sizes) < n else ""
+    return f'<table class="vd-table vd-emb-quality">{body}</table>{note}'
 
 
 def as_losses(values: np.ndarray) -> np.ndarray:
