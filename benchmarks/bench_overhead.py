@@ -291,7 +291,7 @@ def paired(steps: int, every: int | str) -> float:
     return w.sum() / p.sum()
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
@@ -308,7 +308,39 @@ def main() -> None:
     parser.add_argument("--only-shapes", action="store_true")
     parser.add_argument("--width", type=int, default=16,
                         help="with --paired: channels of the first conv (64: a ~20 ms step)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def full_runs(repeats: int, steps: int, with_wandb: bool) -> None:
+    """Every configuration once per repeat, in a new order each repeat; a table of ratios."""
+    configs = configurations(with_wandb)
+    times: dict[str, list[float]] = {name: [] for name in configs}
+    with tempfile.TemporaryDirectory() as workdir:
+        run(plain, 30, workdir)  # warm-up
+        for rep in range(repeats):
+            # a new order each repeat: no configuration always runs just after the heavy
+            # ones, or always first (the machine drifts within a repeat too)
+            order = list(configs)
+            random.Random(rep).shuffle(order)
+            for name in order:
+                times[name].append(run(configs[name], steps, workdir))
+            print(f"repeat {rep + 1}/{repeats} done", file=sys.stderr)
+    plain_times = np.asarray(times["plain loop"])
+    print(f"\n{repeats} repeats x {steps} steps, torch {torch.__version__}, "
+          f"{os.cpu_count()} CPUs, 1 intra-op thread, CPU time of this process; "
+          f"plain step median {1000 * np.median(plain_times):.2f} ms\n")
+    print(f"| {'configuration':42s} | ms/step | x plain, median | x plain, best of {repeats} |"
+          " per-repeat range |")
+    print(f"|{'-' * 44}|---------|-----------------|------------------|------------------|")
+    for name, values in times.items():
+        ratios = np.asarray(values) / plain_times
+        best = min(values) / plain_times.min()
+        print(f"| {name:42s} | {1000 * np.median(values):7.2f} | {statistics.median(ratios):15.2f} |"
+              f" {best:16.2f} | {ratios.min():.2f}-{ratios.max():.2f}        |")
+
+
+def main() -> None:
+    args = _arguments()
     global WIDTH
     WIDTH = args.width
     if args.paired:
@@ -321,37 +353,11 @@ def main() -> None:
     except ImportError:
         with_wandb = False
         print("note: wandb is not installed (pip install wandb): its rows are skipped")
-    if args.only_shapes:
-        with tempfile.TemporaryDirectory() as workdir:
-            run_shapes(args.shapes, args.shape_defaults, workdir, with_wandb)
-        return
-    configs = configurations(with_wandb)
-    times: dict[str, list[float]] = {name: [] for name in configs}
-    with tempfile.TemporaryDirectory() as workdir:
-        run(plain, 30, workdir)  # warm-up
-        for rep in range(args.repeats):
-            # a new order each repeat: no configuration always runs just after the heavy
-            # ones, or always first (the machine drifts within a repeat too)
-            order = list(configs)
-            random.Random(rep).shuffle(order)
-            for name in order:
-                times[name].append(run(configs[name], args.steps, workdir))
-            print(f"repeat {rep + 1}/{args.repeats} done", file=sys.stderr)
-    plain_times = np.asarray(times["plain loop"])
-    print(f"\n{args.repeats} repeats x {args.steps} steps, torch {torch.__version__}, "
-          f"{os.cpu_count()} CPUs, 1 intra-op thread, CPU time of this process; "
-          f"plain step median {1000 * np.median(plain_times):.2f} ms\n")
-    print(f"| {'configuration':42s} | ms/step | x plain, median | x plain, best of {args.repeats} |"
-          " per-repeat range |")
-    print(f"|{'-' * 44}|---------|-----------------|------------------|------------------|")
-    for name, values in times.items():
-        ratios = np.asarray(values) / plain_times
-        best = min(values) / plain_times.min()
-        print(f"| {name:42s} | {1000 * np.median(values):7.2f} | {statistics.median(ratios):15.2f} |"
-              f" {best:16.2f} | {ratios.min():.2f}-{ratios.max():.2f}        |")
-    costs = log_cost()
-    print("\nSession.log, amortised: " + ", ".join(f"{k} {v:.2f} us" for k, v in costs.items()))
-    if args.targets:
+    if not args.only_shapes:
+        full_runs(args.repeats, args.steps, with_wandb)
+        costs = log_cost()
+        print("\nSession.log, amortised: " + ", ".join(f"{k} {v:.2f} us" for k, v in costs.items()))
+    if args.targets and not args.only_shapes:
         # The full runs above swing by several percent between two copies of the same
         # plain loop (memory placement, the shared machine): the targets are checked on one
         # model, watched and paused steps alternating.

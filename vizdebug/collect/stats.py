@@ -161,24 +161,25 @@ def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
     """Rows of samples of equal widths (one vectorised pass, in the values' own dtype:
     numpy's pairwise sums keep float32 accurate to ~1e-7 over a subsample)."""
     cat = np.concatenate
-    v = cat([s.values for s in samples])
+    v = cat([s.values for s in samples])  # this call's own copy: centred in place below
     units = cat([s.unit_max for s in samples])
     numel = cat([np.full(len(s.values), float(s.numel)) for s in samples])
     has_units = cat([np.full(len(s.values), s.has_units) for s in samples])
-    width = v.shape[1]
+    width, n = v.shape[1], max(v.shape[1], 1)
     mean = v.sum(1) / width if width else np.full(len(v), np.nan)
-    d = v - mean[:, None].astype(v.dtype)
-    std = np.sqrt(np.square(d, out=d).sum(1) / max(width - 1, 1)) if width > 1 else np.zeros(len(v))
-    zero = (v == 0).sum(1) / max(width, 1)
+    zero = np.count_nonzero(v == 0, axis=1) / n
     limit = np.array([saturation_limit(c) for c in classes], dtype=v.dtype)[:, None]
-    sat = (np.abs(v) > limit).sum(1) / max(width, 1)
+    sat = (np.count_nonzero(v > limit, axis=1) + np.count_nonzero(v < -limit, axis=1)) / n
     for j in [j for j, c in enumerate(classes) if c in UNIT_RANGE]:
-        sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / max(width, 1)
+        sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / n
+    special = {j: _value_stats(v[j], classes[j]) for j in np.flatnonzero(~np.isfinite(mean))}
+    np.subtract(v, mean[:, None].astype(v.dtype), out=v)
+    std = np.sqrt(np.square(v, out=v).sum(1) / max(width - 1, 1)) if width > 1 else 0.0 * mean
     dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
     absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
     rows = np.stack([mean, std, zero, dead, sat, ~np.isfinite(absmax), absmax, numel], 1)
-    for j in np.flatnonzero(~np.isfinite(mean)):  # rare: NaN/inf in the subsample
-        rows[j, [0, 1, 2, 4]] = _value_stats(v[j], classes[j])
+    for j, stats in special.items():  # rare: NaN/inf in the subsample
+        rows[j, [0, 1, 2, 4]] = stats
     return rows
 
 
