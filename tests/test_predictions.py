@@ -68,3 +68,11 @@ def test_bad_input_gets_a_clear_error(y_true, y_pred, error):
         vd.check_predictions(y_true, y_pred)
     with pytest.raises(VizdebugError, match="lack classes"):
         vd.check_predictions([0, 1, 2], [0, 1, 2], labels=[0, 1])
+
+
+def test_a_class_weighted_model_below_the_majority_rate_is_not_accused():
+    """Class weights trade accuracy for balanced accuracy: 77% accuracy under a 77%
+    majority rate, but both classes found (a working corpus program was accused)."""
+    y = [0] * 77 + [1] * 23
+    pred = [0] * 60 + [1] * 17 + [1] * 18 + [0] * 5
+    assert vd.check_predictions(y, pred) == []

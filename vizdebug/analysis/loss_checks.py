@@ -36,6 +36,11 @@ def loss_problems(s: dict[str, Any]) -> list[Problem]:
     ['loss-output-mismatch']
     """
     name = s["function"]
+    if "t_min" in s and not (abs(s["t_min"]) < float("inf") and abs(s["t_max"]) < float("inf")):
+        return [("input-nonfinite", "error",
+                 f"the targets given to {name} hold NaN or inf: the loss becomes NaN",
+                 "missing target values: drop or impute those rows before training (a "
+                 "NaN target makes the loss and then the weights NaN)")]
     if name in CLASS_LOSSES:
         return _class_output(s) + _class_targets(s)
     if name in BINARY_LOSSES:

@@ -26,6 +26,7 @@ MIN_LIFT = 0.25
 # of the samples never predicted right
 BALANCED_GAP = 0.2
 MISSED_SUPPORT = 0.05
+ACCURACY_GAP = 0.1
 MAX_CLASSES = 1000
 
 
@@ -186,7 +187,10 @@ def accuracy_findings(report: PredictionReport) -> list[Finding]:
              if s > 0 and r == 0]
     big_miss = any(s >= MISSED_SUPPORT * n and r == 0
                    for r, s in zip(report.recall, report.support))
-    near_majority = report.lift < MIN_LIFT
+    # near the majority rate *because* the minority classes are missed: a class-weighted
+    # model may trade accuracy for balanced accuracy and sit below the majority rate
+    near_majority = (report.lift < MIN_LIFT
+                     and report.accuracy - report.balanced_accuracy >= ACCURACY_GAP)
     hidden = big_miss and report.accuracy - report.balanced_accuracy >= BALANCED_GAP
     if (len(report.classes) < 2 or report.majority_share < MAJORITY_SHARE
             or not (near_majority or hidden)):

@@ -36,6 +36,7 @@ from .crash import CrashNamer
 from .fused import at_end_of_backward
 from .gradients import GradientCollector, StepGrads
 from .losses import LossWatch
+from .optimizer_checks import OptimizerChecks
 from .outputs import OutputCollector
 from .pending import READ_AFTER, PendingSteps
 from .sampling import StepSampler
@@ -87,7 +88,10 @@ class ModelHooks:
         self.activations, self.grads = self.pending.activations, self.pending.grads
         paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
         self.crash = CrashNamer(paths, policy, step=lambda: self.step)
-        self.losses = LossWatch(policy.record, self.on_error)
+        self.optimizer_checks = OptimizerChecks(self.model_ref, self.param_paths,
+                                                self.gradients.params, policy, capacity)
+        self.losses = LossWatch(policy.record, self.on_error,
+                                lambda: self.optimizer_checks.trainable_ids(self.clock))
         self.sampling = False  # the step in progress is sampled
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
@@ -230,6 +234,7 @@ class ModelHooks:
 
     def _begin_sample(self, step: int) -> None:
         self._sampled_step = step
+        self.optimizer_checks.begin(step, self.clock)
         self.outputs.begin()
         self.gradients.begin()
 
@@ -318,6 +323,7 @@ class ModelHooks:
                 first = self.gradients.grad_ready(idx, param)
                 if first is not None:  # read them all at the end of backward
                     at_end_of_backward(functools.partial(self._backward_ended, first))
+                    self.optimizer_checks.first_gradient(idx, self.clock, self.step)
             except Exception as exc:
                 self.on_error(f"the gradient collector on {self.param_paths[idx]!r}", exc)
         return grad_hook

@@ -7,7 +7,9 @@ from typing import Any
 
 from ..analysis.loss_checks import CLASS_LOSSES, LOSS_FUNCTIONS, loss_problems
 
-__all__ = ["LOSS_FUNCTIONS", "check_loss_call", "summarize"]
+__all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "summarize"]
+
+GRAPH_LIMIT = 20_000  # autograd nodes walked to find the leaves of a loss
 
 
 def check_loss_call(name: str, args: tuple, kwargs: dict) -> list[tuple[str, str, str, str]]:
@@ -78,3 +80,50 @@ def _broadcast_numel(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
     for d in dims:
         total *= d
     return total
+
+
+def backward_problems(loss: Any, known: set[int] | None) -> list[tuple[str, str, str, str]]:
+    """A loss with no graph (rebuilt from ``.item()``: no parameter gets a gradient), or
+    (when ``known`` holds the ids of the trainable tensors) leaves of its graph that
+    require gradients but that neither the model nor its optimizer holds (modules in a
+    plain list, a bare tensor attribute)."""
+    import torch
+
+    if not isinstance(loss, torch.Tensor):
+        return []
+    if loss.grad_fn is None:
+        if not loss.requires_grad:
+            return []
+        return [("zero-gradients", "error",
+                 "backward() was called on a tensor without a graph (a new leaf): no "
+                 "parameter of the model gets a gradient from it",
+                 "the loss was rebuilt from a number (torch.tensor(loss.item(), "
+                 "requires_grad=True), .numpy(), .detach()): compute it with torch "
+                 "operations on the model's output")]
+    if known is None:  # the graph is walked once, when the trainable tensors are known
+        return []
+    foreign = _foreign_leaves(loss.grad_fn, known)
+    if not foreign:
+        return []
+    shapes = ", ".join(str(tuple(t.shape)) for t in foreign[:5])
+    return [("parameters-not-updated", "warning",
+             f"{len(foreign)} tensors that require gradients feed the loss but are neither "
+             f"parameters of the watched model nor held by its optimizer (shapes {shapes})",
+             "they get gradients but are never updated: keep sub-modules in nn.ModuleList/"
+             "nn.ModuleDict (not a Python list or dict), wrap trainable tensors in "
+             "nn.Parameter, and build the optimizer after every module exists")]
+
+
+def _foreign_leaves(root: Any, known: set[int]) -> list[Any]:
+    """Leaves (``AccumulateGrad`` nodes' tensors) under ``root`` whose ids are not known."""
+    seen, stack, out = set(), [root], []
+    while stack and len(seen) < GRAPH_LIMIT:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf tensor
+        if variable is not None and id(variable) not in known:
+            out.append(variable)
+        stack.extend(child for child, _ in node.next_functions)
+    return out

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .anomaly import AnomalyEvent
-from .loss_rules import LOSS_FUNCTIONS, check_loss_call
+from .loss_rules import LOSS_FUNCTIONS, backward_problems, check_loss_call
 
 __all__ = ["LOSS_FUNCTIONS", "LossWatch"]
 
@@ -37,9 +37,14 @@ class LossWatch:
     """
 
     def __init__(self, record: Callable[[AnomalyEvent], None],
-                 on_error: Callable[[str, BaseException], None]) -> None:
+                 on_error: Callable[[str, BaseException], None],
+                 known_params: Callable[[], set[int] | None] | None = None) -> None:
         self.record = record
         self.on_error = on_error
+        # ids of the tensors an optimizer may update (the model's parameters and the
+        # optimizer's): a leaf of the loss's graph outside them is never trained
+        self.known_params = known_params
+        self.graph_checked = False
         self.step = 0
         self.calls = 0  # loss calls checked
         self.seen: set[tuple[str, str]] = set()
@@ -85,15 +90,30 @@ class LossWatch:
         """Check one loss call (never raises)."""
         try:
             self.calls += 1
-            for code, severity, message, hint in check_loss_call(name, args, kwargs):
-                if (code, name) in self.seen:
-                    continue
-                self.seen.add((code, name))
-                self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message,
-                                         {"severity": severity, "hint": hint,
-                                          "function": name}))
+            for problem in check_loss_call(name, args, kwargs):
+                self._report(name, *problem)
         except Exception as exc:
             self.on_error("the loss check", exc)
+
+    def backward(self, loss: Any) -> None:
+        """``loss.backward()`` on a sampled step: is the loss connected to the model's
+        parameters, and only to tensors someone trains? (never raises)"""
+        try:
+            known = None
+            if not self.graph_checked and self.known_params is not None:
+                known = self.known_params()  # None until an optimizer is known
+            for problem in backward_problems(loss, known):
+                self._report("backward", *problem)
+            self.graph_checked = self.graph_checked or known is not None
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def _report(self, name: str, code: str, severity: str, message: str, hint: str) -> None:
+        if (code, name) in self.seen:
+            return
+        self.seen.add((code, name))
+        self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message,
+                                 {"severity": severity, "hint": hint, "function": name}))
 
 
 def _stack_depth() -> int:
@@ -125,6 +145,8 @@ def _mode_class() -> type:
                 name = getattr(func, "__name__", "")
                 if name in LOSS_FUNCTIONS:
                     self.watch.inspect(name, args, kwargs)
+                elif name == "backward" and args:
+                    self.watch.backward(args[0])
                 return func(*args, **kwargs)
 
         _MODE_CLASS = LossMode

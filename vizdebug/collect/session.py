@@ -170,6 +170,8 @@ class Session(Viewable):
             self.hooks.read_sealed()
         hooks = self.hooks
         scalars = {name: (s, v) for name, (s, v, _) in self.log_store.all_series().items()}
+        if not any(name == "lr" or "lr/" in name or "learning_rate" in name for name in scalars):
+            scalars.update(hooks.optimizer_checks.lr_series())  # the optimizer's, if none logged
         return TrainingRecords(
             scalars=scalars, module_paths=list(hooks.module_paths),
             module_classes=list(hooks.module_classes), act_steps=hooks.activations.steps(),

@@ -1,0 +1,91 @@
+"""What a sampled step can tell about the optimizer that updates the model: gradients left
+over from the previous step (``zero_grad`` never called), the learning rate of each
+parameter group, and which tensors it can train at all.
+
+All of it waits until an optimizer counts the steps (:class:`~.clock.StepClock`): before,
+a step is a forward pass, and gradient accumulation legitimately spans several.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .anomaly import AnomalyEvent, AnomalyPolicy
+
+if TYPE_CHECKING:
+    from .clock import StepClock
+
+
+def _optimizer(clock: StepClock) -> Any:
+    return clock.optimizer() if clock.optimizer is not None else None
+
+
+class OptimizerChecks:
+    """Owns the learning-rate trace and the once-per-sampled-step leftover-gradient check."""
+
+    def __init__(self, model_ref: weakref.ref, param_paths: list[str],
+                 params: list[weakref.ref], policy: AnomalyPolicy, capacity: int) -> None:
+        self.model_ref = model_ref
+        self.param_paths = param_paths
+        self.params = params
+        self.policy = policy
+        self.checked = False  # the sampled step's first backward was looked at
+        self.lr_trace: deque[tuple[int, tuple[float, ...]]] = deque(maxlen=capacity)
+
+    def begin(self, step: int, clock: StepClock) -> None:
+        """A sampled step starts: note each group's learning rate."""
+        self.checked = False
+        optimizer = _optimizer(clock)
+        if optimizer is not None:
+            self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups)))
+
+    def first_gradient(self, first: int, clock: StepClock, step: int) -> None:
+        """At the first gradient of a sampled step's first backward pass no other parameter
+        has received this pass's gradient yet: one that still holds a non-zero gradient
+        kept the previous step's (``zero_grad`` was not called)."""
+        if self.checked or _optimizer(clock) is None:
+            return
+        self.checked = True
+        probe_idx = 0 if first != 0 else len(self.params) - 1
+        probe = self.params[probe_idx]()
+        if probe is None or probe_idx == first or probe.grad is None:
+            return
+        if "missing-zero-grad" in self.policy.kinds or not bool(probe.grad.detach().any()):
+            return
+        path = self.param_paths[probe_idx]
+        self.policy.record(AnomalyEvent(
+            "missing-zero-grad", step, path, "Parameter",
+            f"{path!r} still held a non-zero gradient when step {step}'s backward began: "
+            "gradients of earlier steps are being summed into this one",
+            {"severity": "error",
+             "hint": "call optimizer.zero_grad() (or model.zero_grad()) once per step, before "
+                     "loss.backward(); with gradient accumulation, right after "
+                     "optimizer.step()"}))
+
+    def trainable_ids(self, clock: StepClock) -> set[int] | None:
+        """Ids of the tensors that can be trained: the model's parameters (frozen ones too)
+        and the optimizer's; ``None`` until that optimizer is known."""
+        model, optimizer = self.model_ref(), _optimizer(clock)
+        if model is None or optimizer is None:
+            return None
+        ids = {id(p) for p in model.parameters()}
+        for group in optimizer.param_groups:
+            ids.update(id(p) for p in group["params"])
+        return ids
+
+    def lr_series(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The learning rate of each parameter group at the sampled steps, as
+        ``lr/group<i>`` series (empty until an optimizer counts the steps)."""
+        trace = list(self.lr_trace)
+        if not trace:
+            return {}
+        steps = np.asarray([step for step, _ in trace], dtype=np.int64)
+        width = max(len(lrs) for _, lrs in trace)
+        values = np.full((len(trace), width), np.nan)
+        for row, (_, lrs) in enumerate(trace):
+            values[row, :len(lrs)] = lrs
+        return {f"lr/group{i}": (steps, values[:, i]) for i in range(width)}
