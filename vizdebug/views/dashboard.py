@@ -80,7 +80,10 @@ _FOLLOWING: set = set()  # live views whose source keeps no reference to them (s
 
 
 def _status(source: TrainingSource, rec: TrainingRecords) -> str:
-    steps = [int(s.max()) + 1 for s, _ in rec.scalars.values() if s.size]
+    # the logged metrics' steps (the optimizer's traced learning rates are noted as each
+    # step starts, one step ahead of the last logged point)
+    steps = [int(s.max()) + 1 for name, (s, _) in rec.scalars.items()
+             if s.size and not name.startswith("lr/group")]
     step = max(steps) if steps else 0
     state = source.state
     if source.failed:
