@@ -18,7 +18,7 @@ from vizdebug.data.batch import IMAGE_KEYS, LABEL_KEYS
 from vizdebug.data.layout import LAYOUTS
 
 NP_DTYPES = [np.uint8, np.bool_, np.float16, np.float32, np.float64, np.int8, np.int64,
-             np.uint16, np.complex64]
+             np.uint16, np.uint64, np.int32, np.complex64, np.longdouble]
 IMAGE_SHAPES = [(4, 1, 8, 8), (4, 3, 8, 8), (2, 8, 8, 3), (3, 8, 8), (8, 8), (8, 8, 4),
                 (4, 1, 200), (2, 1, 1, 9), (2, 1, 9, 1), (1, 1, 1, 1), (3, 3, 3, 3), (2, 5, 6, 7)]
 WEIRD = [None, "x", b"\x00", 3, -1.5, float("nan"), True, object(), {1, 2}, [], (), {},
@@ -28,7 +28,8 @@ WEIRD = [None, "x", b"\x00", 3, -1.5, float("nan"), True, object(), {1, 2}, [], 
 def _values(dtype: Any) -> st.SearchStrategy:
     kind = np.dtype(dtype).kind
     if kind == "f":
-        return st.floats(allow_nan=True, allow_infinity=True, width=np.dtype(dtype).itemsize * 8)
+        return st.floats(allow_nan=True, allow_infinity=True,
+                         width=min(64, np.dtype(dtype).itemsize * 8))
     return None  # hypothesis' default elements for the dtype
 
 

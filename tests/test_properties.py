@@ -213,7 +213,7 @@ def test_a_watched_loader_of_anything_never_breaks_the_loop(batches, every):
     """The loader tap describes whatever the loop's loader yields; its failures are
     collector errors (findings), never exceptions in the user's ``for`` loop."""
     EXAMPLES["examples"] += 1
-    loader = torch.utils.data.DataLoader(_Items(batches), batch_size=None)
+    loader = torch.utils.data.DataLoader(_Items(batches), batch_size=None, collate_fn=_as_is)
     s = vd.watch(torch.nn.Linear(2, 2), loader=loader, every=every)
     try:
         with time_limit(LIMIT_S):
@@ -224,6 +224,10 @@ def test_a_watched_loader_of_anything_never_breaks_the_loop(batches, every):
         clear(vd.show_batch, s.captured_batches()) if s.captured_batches() else None
     finally:
         s.close()
+
+
+def _as_is(batch: Any) -> Any:
+    return batch  # torch's default_convert refuses some dtypes (longdouble) on its own
 
 
 class _Items(torch.utils.data.Dataset):
