@@ -165,3 +165,12 @@ def test_labels_out_of_range_are_named_before_torch_refuses_them():
     session.close()
     assert found.codes == ["labels-out-of-range"] and found[0].severity == "error"
     assert _stack_depth() == 0
+
+
+def test_a_softmax_applied_twice_after_forward_is_named():
+    """log_softmax(softmax(x)) then nll_loss: the loss input is valid log-probabilities,
+    so only where it came from shows the fault (lightning-bolts#654)."""
+    events = watched(lambda: F.nll_loss(F.log_softmax(F.softmax(X, dim=1), dim=1), Y))
+    assert [e.kind for e in events] == ["loss-output-mismatch"]
+    assert "log_softmax was applied to the output of softmax" in events[0].message
+    assert watched(lambda: F.nll_loss(F.log_softmax(X, dim=1), Y)) == []

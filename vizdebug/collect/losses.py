@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,11 @@ from .anomaly import AnomalyEvent
 from .loss_rules import LOSS_FUNCTIONS, backward_problems, check_loss_call
 
 __all__ = ["LOSS_FUNCTIONS", "LossWatch"]
+
+SQUASHES = frozenset({"softmax", "sigmoid"})
+# functions that apply their own softmax/sigmoid to their first argument
+SQUASHING_INPUTS = frozenset({"log_softmax", "cross_entropy", "softmax",
+                              "binary_cross_entropy_with_logits"})
 
 
 class LossWatch:
@@ -51,6 +57,7 @@ class LossWatch:
         self._mode: Any = None
         self._depth = -1
         self._thread = 0  # modes are per thread: only the arming thread may leave it
+        self._squashed: dict[int, tuple[str, weakref.ref]] = {}
 
     @property
     def armed(self) -> bool:
@@ -82,6 +89,7 @@ class LossWatch:
             if _stack_depth() == self._depth:
                 mode.__exit__(None, None, None)
                 self._mode = None
+                self._squashed.clear()
         except Exception as exc:
             self._mode = None
             self.on_error("the loss check", exc)
@@ -105,6 +113,29 @@ class LossWatch:
             for problem in backward_problems(loss, known):
                 self._report("backward", *problem)
             self.graph_checked = self.graph_checked or known is not None
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def note_squashed(self, name: str, result: Any) -> None:
+        """Remember a softmax/sigmoid output made after forward (by id, while armed)."""
+        try:
+            if len(self._squashed) < 64:
+                self._squashed[id(result)] = (name, weakref.ref(result))
+        except Exception as exc:  # never the training loop's problem
+            self.on_error("the loss check", exc)
+
+    def squashed_input(self, name: str, tensor: Any) -> None:
+        """A function that applies its own softmax/sigmoid was handed one's output."""
+        try:
+            seen = self._squashed.get(id(tensor))
+            if seen is None or seen[1]() is not tensor:
+                return
+            self._report(name, "loss-output-mismatch", "warning",
+                         f"{name} was applied to the output of {seen[0]}: the probabilities "
+                         f"are squashed twice (log_softmax(softmax(x)) is not log-probabilities "
+                         f"of the model's scores)",
+                         "drop the extra softmax/sigmoid: pass raw scores to log_softmax or to "
+                         "the loss, which applies its own")
         except Exception as exc:
             self.on_error("the loss check", exc)
 
@@ -147,7 +178,12 @@ def _mode_class() -> type:
                     self.watch.inspect(name, args, kwargs)
                 elif name == "backward" and args:
                     self.watch.backward(args[0])
-                return func(*args, **kwargs)
+                if name in SQUASHING_INPUTS and args:
+                    self.watch.squashed_input(name, args[0])
+                result = func(*args, **kwargs)
+                if name in SQUASHES:
+                    self.watch.note_squashed(name, result)
+                return result
 
         _MODE_CLASS = LossMode
     return _MODE_CLASS
