@@ -94,7 +94,9 @@ def infer_scaling(images: np.ndarray, mean=None, std=None) -> Scaling:
     c = images.shape[1]
     m, s = _per_channel(mean, c, "mean"), _per_channel(std, c, "std")
     if (m is None) != (s is None):
-        raise VizdebugError("pass mean and std together (the values your Normalize used)")
+        raise VizdebugError(
+            f"pass mean and std together (the values your Normalize used); got "
+            f"mean={short_repr(mean)}, std={short_repr(std)}")
     if m is not None:
         base = _scaling_of(_sample_images(images) * s[None, :, None, None] + m[None, :, None, None],
                            given=True)
