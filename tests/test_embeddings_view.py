@@ -163,3 +163,13 @@ def test_label_noise_suspects_reach_the_widget():
     positions = view.widget.suspects
     assert positions and sorted(positions) == sorted(finding.evidence["indices"])
     assert len(set(positions) & set(flipped.tolist())) >= 0.8 * len(flipped)
+
+
+def test_quality_table_names_its_samples():
+    from vizdebug.views.embeddings_data import quality_html
+
+    q = {"trustworthiness": 0.9, "knn_features": 0.95, "knn_layout": None, "points": 2000,
+         "knn_points": 10000}
+    assert "trustworthiness on a fixed sample of 2,000 points" in quality_html(q, "UMAP", 10000)
+    assert "kNN on a fixed sample of 10,000" in quality_html(q, "UMAP", 50000)
+    assert "sample" not in quality_html({**q, "points": 80, "knn_points": 80}, "UMAP", 80)

@@ -65,7 +65,7 @@ def test_10k_points_hover_while_busy_and_lasso(lab):
     page.mouse.move(x, y, steps=5)
     tip = view.locator(".vd-emb-tip")
     tip.wait_for(state="visible", timeout=10_000)
-    print(f"hover tooltip {1000 * (time.time() - t0):.0f} ms after the mouse arrived")
+    print(f"hover: tooltip {1000 * (time.time() - t0):.0f} ms after the first of 6 mouse moves")
     text = tip.inner_text()
     assert "label:" in text and "prediction:" in text and "loss:" in text
     assert tip.locator("img").count() == 1  # the thumbnail

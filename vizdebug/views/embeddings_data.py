@@ -153,9 +153,10 @@ def quality_html(quality: dict[str, float | None], method: str, n: int) -> str:
             ("kNN accuracy of labels, features (k=10)", quality.get("knn_features")),
             (f"kNN accuracy of labels, {html.escape(method)} picture", quality.get("knn_layout"))]
     body = "".join(f"<tr><td>{name}</td><td>{cell(v)}</td></tr>" for name, v in rows)
-    sizes = {quality.get("points"), quality.get("knn_points")} - {None}
-    note = (f'<div class="vd-note">on fixed samples of {" and ".join(f"{s:,}" for s in sorted(sizes))}'
-            " points</div>") if sizes and max(sizes) < n else ""
+    parts = [f"{what} on a fixed sample of {m:,} points" for what, m in
+             (("trustworthiness", quality.get("points")), ("kNN", quality.get("knn_points")))
+             if m is not None and m < n]
+    note = f'<div class="vd-note">{"; ".join(parts)}</div>' if parts else ""
     return f'<table class="vd-table vd-emb-quality">{body}</table>{note}'
 
 
