@@ -119,3 +119,23 @@ def test_the_learning_rate_of_each_group_is_traced_and_a_collapse_named():
     assert lr[1:] / lr[:-1] == pytest.approx(0.8 ** (steps[1:] - steps[:-1]))
     assert "lr-schedule-collapse" in session.findings().codes
     session.close()
+
+
+@pytest.mark.parametrize(("layers", "expected"), [
+    ([nn.Dropout(0.2)], ["train-eval-mode"]),
+    ([], []),  # eval() changes nothing in a model without dropout or normalisation
+])
+def test_training_steps_taken_in_eval_mode_are_named_where_it_matters(layers, expected):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), *layers, nn.Linear(32, 3))
+    opt = torch.optim.Adam(model.parameters(), 1e-2)
+    session = vd.watch(model, every=1)
+    for i in range(20):
+        if i == 5:
+            model.eval()  # a validate() that never switches back
+        loss = nn.functional.cross_entropy(model(torch.randn(16, 10)), torch.randint(0, 3, (16,)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert session.findings().codes == expected
+    session.close()

@@ -323,7 +323,8 @@ class ModelHooks:
                 first = self.gradients.grad_ready(idx, param)
                 if first is not None:  # read them all at the end of backward
                     at_end_of_backward(functools.partial(self._backward_ended, first))
-                    self.optimizer_checks.first_gradient(idx, self.clock, self.step)
+                    self.optimizer_checks.first_gradient(idx, self.clock, self.step,
+                                                         eval_forward=self._eval)
             except Exception as exc:
                 self.on_error(f"the gradient collector on {self.param_paths[idx]!r}", exc)
         return grad_hook

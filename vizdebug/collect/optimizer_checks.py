@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .clock import StepClock
 
 
+# layers whose forward differs between train() and eval()
+MODE_SENSITIVE = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",
+                  "InstanceNorm", "LazyBatchNorm", "LazyInstanceNorm")
+
+
 def _optimizer(clock: StepClock) -> Any:
     return clock.optimizer() if clock.optimizer is not None else None
 
@@ -43,13 +48,17 @@ class OptimizerChecks:
         if optimizer is not None:
             self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups)))
 
-    def first_gradient(self, first: int, clock: StepClock, step: int) -> None:
+    def first_gradient(self, first: int, clock: StepClock, step: int, *,
+                       eval_forward: bool = False) -> None:
         """At the first gradient of a sampled step's first backward pass no other parameter
         has received this pass's gradient yet: one that still holds a non-zero gradient
-        kept the previous step's (``zero_grad`` was not called)."""
+        kept the previous step's (``zero_grad`` was not called). And the forward pass that
+        this backward follows ran in train mode, if the model has layers that care."""
         if self.checked or _optimizer(clock) is None:
             return
         self.checked = True
+        if eval_forward:
+            self._trained_in_eval(step)
         probe_idx = 0 if first != 0 else len(self.params) - 1
         probe = self.params[probe_idx]()
         if probe is None or probe_idx == first or probe.grad is None:
@@ -65,6 +74,23 @@ class OptimizerChecks:
              "hint": "call optimizer.zero_grad() (or model.zero_grad()) once per step, before "
                      "loss.backward(); with gradient accumulation, right after "
                      "optimizer.step()"}))
+
+    def _trained_in_eval(self, step: int) -> None:
+        model = self.model_ref()
+        if model is None or "train-eval-mode" in self.policy.kinds:
+            return
+        layers = sorted({type(m).__name__ for m in model.modules()
+                         if type(m).__name__.startswith(MODE_SENSITIVE)})
+        if not layers:
+            return  # eval() changes nothing in this model
+        self.policy.record(AnomalyEvent(
+            "train-eval-mode", step, "model", type(model).__name__,
+            f"step {step} trained on a forward pass made in eval mode: "
+            f"{', '.join(layers[:4])} behave as at inference (no dropout, frozen "
+            "BatchNorm statistics)",
+            {"severity": "warning",
+             "hint": "call model.train() after validation (a validate() that ends with "
+                     "model.eval() leaves the next training steps in eval mode)"}))
 
     def trainable_ids(self, clock: StepClock) -> set[int] | None:
         """Ids of the tensors that can be trained: the model's parameters (frozen ones too)
