@@ -57,6 +57,8 @@ def test_10k_points_hover_while_busy_and_lasso(lab):
     view.locator(".vd-emb-side .vd-finding, .vd-emb-side .vd-empty").first.wait_for(
         timeout=60_000)
     assert lab.cells(page)["cells"][2]["count"] is None  # the kernel is still busy
+    twins = page.locator(".jp-Notebook .vd-static-fallback")
+    assert twins.count() == 2 and not twins.first.is_visible()  # hidden by the live views
 
     target = next(i for i in range(50) if _screen_position(page, i)[0] > 0)
     x, y = _screen_position(page, target)
