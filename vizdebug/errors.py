@@ -21,18 +21,20 @@ class AnomalyError(RuntimeError):
 
 
 def describe(obj: object) -> str:
-    """A short description of ``obj`` for error messages: type, shape and dtype if any."""
+    """A short description of ``obj`` for error messages: type, shape and dtype if any.
+    Never raises (an object whose ``shape`` or ``len`` fails is described by its type)."""
     name = type(obj).__module__.split(".")[0] + "." + type(obj).__qualname__
     if type(obj).__module__ == "builtins":
         name = type(obj).__qualname__
-    shape = getattr(obj, "shape", None)
-    dtype = getattr(obj, "dtype", None)
     parts = [name]
-    if shape is not None:
-        with contextlib.suppress(TypeError):
+    with contextlib.suppress(Exception):
+        shape = getattr(obj, "shape", None)
+        if shape is not None:
             parts.append(f"shape {tuple(shape)}")
-    if dtype is not None:
-        parts.append(f"dtype {dtype}")
+    with contextlib.suppress(Exception):
+        dtype = getattr(obj, "dtype", None)
+        if dtype is not None:
+            parts.append(f"dtype {dtype}")
     if isinstance(obj, (list, tuple)):
         parts.append(f"length {len(obj)}")
     return ", ".join(parts)
