@@ -250,3 +250,16 @@ def test_segmentation_and_multi_label_datasets_are_read_as_such():
     assert found.codes == ["input-nonfinite"] and "7" in found[0].where
     multi = [(torch.rand(3, 8, 8, generator=g), torch.tensor([1.0, 0.0, 1.0])) for _ in range(40)]
     assert vd.check_dataset(multi).codes == []  # no "every label is the same" on sets
+
+
+def test_table_columns_on_very_different_scales_are_named():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    found = vd.check_batch((x.iloc[:64], y.iloc[:64]))
+    assert found.codes == ["input-not-normalized"] and found[0].where == "worst area"
+    scaled = StandardScaler().fit_transform(x)
+    assert vd.check_batch((torch.tensor(scaled[:64]), torch.tensor(y.values[:64]))) == []
+    flags = np.column_stack([np.random.default_rng(0).normal(size=64), np.arange(64) % 2 * 1000])
+    assert vd.check_batch(flags) == []  # a 0/1000 flag column is not a scale

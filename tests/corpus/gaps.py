@@ -24,9 +24,6 @@ GAPS: dict[str, str] = {
     "functional-dropout-always-on": "train-eval-mode for F.dropout(..., training=True) inside "
                                     "forward(): it only shows in eval passes, which are not "
                                     "watched; today nothing",
-    "features-not-scaled": "input-not-normalized covers images only: check_batch on a table "
-                           "whose columns differ by 1e6 in scale says nothing; watch says "
-                           "'exploding-gradients [loss]' (loss 1.4e5 at step 0)",
 }
 
 FLAKY: dict[str, str] = {

@@ -31,7 +31,9 @@ FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, s
 
 IMBALANCE_WARN = 10.0  # largest / smallest class count
 IMBALANCE_INFO = 3.0
-ONE_CLASS_MIN = 20  # sampled labels that must all agree before a one-class dataset is named
+ONE_CLASS_MIN = 20
+TABLE_SCALE_RATIO = 1e3   # continuous columns this many times apart in scale
+TABLE_SCALE_MIN = 100.0   # ... with the largest at least this large  # sampled labels that must all agree before a one-class dataset is named
 SAME_LABEL_MIN_BATCH = 16
 
 
@@ -233,7 +235,8 @@ def table_findings(canon: Batch) -> list[Finding]:
     values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     bad_cols = [str(c) for c, n in zip(numeric.columns, (~np.isfinite(values)).sum(0)) if n]
     if not bad_cols:
-        return _same_label_finding(canon.labels)
+        return [*_column_scale_finding(values, [str(c) for c in numeric.columns]),
+                *_same_label_finding(canon.labels)]
     rows = np.flatnonzero((~np.isfinite(values)).any(1)).tolist()
     return [Finding(
         "input-nonfinite", "error",
@@ -241,6 +244,33 @@ def table_findings(canon: Batch) -> list[Finding]:
         where=fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
         hint="impute or drop missing values before the model (SimpleImputer, dropna)",
     ), *_same_label_finding(canon.labels)]
+
+
+def _column_scale_finding(values: np.ndarray, names: list[str]) -> list[Finding]:
+    """``input-not-normalized`` for a table whose continuous columns live on scales that
+    differ by ``TABLE_SCALE_RATIO`` or more (binary and constant columns left out): the
+    large columns dominate the first layer and the small ones are all but ignored."""
+    if values.shape[0] < 4 or values.shape[1] < 2:
+        return []
+    scales = {}
+    for j, name in enumerate(names):
+        col = values[:, j]
+        if np.unique(col).size > 2:
+            scales[name] = float(np.percentile(np.abs(col), 95))
+    positive = {n: v for n, v in scales.items() if v > 0}
+    if len(positive) < 2:
+        return []
+    big, small = max(positive, key=positive.get), min(positive, key=positive.get)
+    ratio = positive[big] / positive[small]
+    if ratio < TABLE_SCALE_RATIO or positive[big] < TABLE_SCALE_MIN:
+        return []
+    return [Finding(
+        "input-not-normalized", "warning",
+        f"columns differ in scale by {ratio:.2g}x: {big!r} reaches {positive[big]:.3g}, "
+        f"{small!r} only {positive[small]:.3g} (95th percentile of |value|)",
+        where=big, evidence={"scales": dict(list(positive.items())[:100]), "ratio": ratio},
+        hint="standardise the columns (StandardScaler fitted on the training split, or "
+             "MinMaxScaler) before a neural network: its first layer sees raw units")]
 
 
 def label_balance(labels: list[Any]) -> list[Finding]:
