@@ -13,7 +13,9 @@ owned by a few objects, each with one job:
   backward, and the cache of the weights' numpy views;
 - :class:`~.pending.PendingSteps`: the sealed steps not read yet, and their batched read
   into the sample buffers (``activations``, ``grads``);
-- :class:`~.crash.CrashNamer`: which module received ``None``, also after a crash.
+- :class:`~.crash.CrashNamer`: which module received ``None``, also after a crash;
+- :class:`~.losses.LossWatch` and :class:`~.optimizer_checks.OptimizerChecks`: what
+  reaches the loss, and the optimizer's state, on sampled steps.
 
 Between samples no hook runs in the model: the per-layer hooks (and, once an optimizer
 counts the steps, the root module's) are attached for sampled steps only; with
