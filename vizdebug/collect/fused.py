@@ -18,6 +18,10 @@ def at_end_of_backward(callback: Callable[[], None]) -> None:
     """Run ``callback`` when the running backward pass ends (as DDP does), else now."""
     import torch
 
+    # torch has no public "backward finished" callback: ``queue_callback`` on the autograd
+    # engine is what DistributedDataParallel uses for the same purpose (checked against
+    # the pinned torch by tests/test_collect_hooks.py). Without it the callback runs at
+    # once, with the gradients that have arrived so far.
     try:
         torch.autograd.Variable._execution_engine.queue_callback(callback)
     except (AttributeError, RuntimeError):
