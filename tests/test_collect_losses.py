@@ -174,3 +174,39 @@ def test_a_softmax_applied_twice_after_forward_is_named():
     assert [e.kind for e in events] == ["loss-output-mismatch"]
     assert "log_softmax was applied to the output of softmax" in events[0].message
     assert watched(lambda: F.nll_loss(F.log_softmax(X, dim=1), Y)) == []
+
+
+@pytest.mark.parametrize("name", ["ce-softmax", "ce-one-based", "nll-raw-scores", "mse-broadcast",
+                                  "bce-targets-255", "ce-ignore-index"])
+def test_the_numpy_summary_matches_the_torch_one(name, monkeypatch):
+    import vizdebug.collect.loss_rules as rules
+
+    captured = {}
+    real = rules.summarize
+
+    def spy(fname, args, kwargs):
+        captured["call"] = (fname, args, kwargs)
+        return real(fname, args, kwargs)
+
+    monkeypatch.setattr(rules, "summarize", spy)
+    watched(CASES[name][0])
+    fname, args, kwargs = captured["call"]
+    fast = real(fname, args, kwargs)
+    monkeypatch.setattr(rules, "_numpy_ready", lambda t: False)
+    slow = real(fname, args, kwargs)
+    assert fast.keys() == slow.keys()
+    for key, value in fast.items():
+        assert value == (pytest.approx(slow[key], rel=1e-5, abs=1e-5)
+                         if isinstance(value, float) else slow[key])
+
+
+def test_checks_thin_out_after_the_first_sampled_steps():
+    from vizdebug.collect.losses import CHECK_EVERY, FULL_CHECKS
+
+    watch = LossWatch(lambda e: None, lambda w, e: None)
+    armed = []
+    for step in range(FULL_CHECKS + 4 * CHECK_EVERY):
+        watch.arm(step)
+        armed.append(watch.armed)
+        watch.disarm()
+    assert all(armed[:FULL_CHECKS]) and sum(armed[FULL_CHECKS:]) == 4

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .anomaly import AnomalyEvent, AnomalyPolicy
+from .losses import CHECK_EVERY, FULL_CHECKS
 
 if TYPE_CHECKING:
     from .clock import StepClock
@@ -39,11 +40,13 @@ class OptimizerChecks:
         self.params = params
         self.policy = policy
         self.checked = False  # the sampled step's first backward was looked at
+        self.sampled = 0
         self.lr_trace: deque[tuple[int, tuple[float, ...]]] = deque(maxlen=capacity)
 
     def begin(self, step: int, clock: StepClock) -> None:
         """A sampled step starts: note each group's learning rate."""
         self.checked = False
+        self.sampled += 1
         optimizer = _optimizer(clock)
         if optimizer is not None:
             self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups)))
@@ -59,6 +62,8 @@ class OptimizerChecks:
         self.checked = True
         if eval_forward:
             self._trained_in_eval(step)
+        if self.sampled > FULL_CHECKS and self.sampled % CHECK_EVERY:
+            return  # left-over gradients show from the first steps on: thin out the reads
         probe_idx = 0 if first != 0 else len(self.params) - 1
         probe = self.params[probe_idx]()
         if probe is None or probe_idx == first or probe.grad is None:
