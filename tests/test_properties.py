@@ -251,7 +251,8 @@ _VIEW = vd.show_batch(np.random.default_rng(0).random((4, 1, 8, 8)))
 @given(part=st.sampled_from(["view", "findings", "list", "junk", "empty", "session"]),
        path=st.one_of(st.text(max_size=8).map(lambda t: str(_OUT / f"{t}.html")),
                       st.from_regex(r"[a-z]{1,6}", fullmatch=True).map(lambda t: _OUT / f"{t}.html"),
-                      st.sampled_from([None, 3, b"x.html", "x.txt", str(_OUT), str(_OUT / "d/e.htm"),
+                      st.sampled_from([None, 3, bytes(_OUT / "x.html"), str(_OUT / "x.txt"), str(_OUT),
+                                       str(_OUT / "d/e.htm"),
                                        _OUT / "p.html"])),
        title=st.one_of(st.none(), st.text(max_size=12), st.sampled_from([3, b"t", ["t"]])))
 def test_report_writes_or_refuses_clearly(session, part, path, title):
