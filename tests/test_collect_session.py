@@ -85,3 +85,40 @@ def test_repr_says_what_is_watched():
     assert "every=7" in repr(session) and "watching" in repr(session)
     session.close()
     assert "closed" in repr(session)
+
+
+def test_findings_while_training_runs_in_a_background_thread():
+    """The README's set-up: a notebook asks for findings while another thread trains.
+    Sealing the step in progress from the notebook's thread raced with its hooks
+    ('need at least one array to concatenate', collector errors)."""
+    import threading
+    import warnings
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    opt = torch.optim.SGD(model.parameters(), 0.01)
+    session = vd.watch(model, every=1)
+    done = threading.Event()
+
+    def train():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(400):
+                loss = torch.nn.functional.cross_entropy(model(torch.randn(32, 20)),
+                                                         torch.randint(0, 4, (32,)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                session.log(loss=loss)
+        done.set()
+
+    worker = threading.Thread(target=train)
+    worker.start()
+    polls = 0
+    while not done.is_set():
+        session.findings()
+        polls += 1
+    worker.join()
+    assert polls > 0 and session.collector_errors() == []
+    assert len(session.records().act_steps) == 400  # the last steps too, once it ended
+    session.close()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -97,6 +98,8 @@ class ModelHooks:
         self.sampling = False  # the step in progress is sampled
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
+        # (ident, Thread) of the thread whose steps the clock counts
+        self.train_thread: tuple[int, threading.Thread] | None = None
         # Per-layer hooks cost Python calls on every step, so they are attached only for
         # sampled steps; with every=1 or an immediate on_anomaly they stay.
         self.permanent = every == 1 or policy.immediate
@@ -207,6 +210,8 @@ class ModelHooks:
     def _new_step(self) -> None:
         """A training step starts: seal the sampled one that ended, and attach or detach
         the per-layer hooks (a few comparisons between samples)."""
+        if self.train_thread is None or self.train_thread[0] != threading.get_ident():
+            self.train_thread = (threading.get_ident(), threading.current_thread())
         try:
             if self.losses.armed:
                 self.losses.disarm()  # the sampled step's loss was seen (or never came)
@@ -372,7 +377,14 @@ class ModelHooks:
             self.on_error("the crash diagnosis", err)
 
     def flush(self) -> None:
-        """Seal the step in progress and read everything (call between steps)."""
+        """Seal the step in progress and read everything (call between steps). From
+        another thread than the one that trains (a notebook asking for findings while
+        training runs in a background thread) only what is sealed is read: sealing the
+        step in progress there would race with its hooks."""
+        trainer = self.train_thread
+        if trainer is not None and trainer[0] != threading.get_ident() and trainer[1].is_alive():
+            self.read_sealed()
+            return
         self.losses.disarm()
         self.check_crash()
         with self.pending.lock:
