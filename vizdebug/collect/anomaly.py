@@ -75,9 +75,14 @@ def check_on_anomaly(value: object) -> str:
 
 
 def _default_debugger(frame: Any) -> None:
+    """A real ``pdb`` prompt in ``frame`` (the hook's, where ``module``, ``inputs`` and
+    ``output`` are locals). ``reset()`` first: ``interaction`` alone leaves bdb's frame
+    bookkeeping (``botframe``) unset, so the prompt failed before it appeared."""
     import pdb
 
-    pdb.Pdb().interaction(frame, None)
+    debugger = pdb.Pdb()
+    debugger.reset()
+    debugger.interaction(frame, None)
 
 
 class AnomalyPolicy:
@@ -128,7 +133,10 @@ class AnomalyPolicy:
                              module_class=event.module_class, step=event.step)
         if self.mode == "pdb":
             # The hooks pass their own frame, where module, inputs and output are locals.
-            self.debugger(frame if frame is not None else sys._getframe(1))
+            try:
+                self.debugger(frame if frame is not None else sys._getframe(1))
+            except Exception as exc:  # a debugger that fails must not hide the anomaly
+                raise error from exc
         raise error
 
 
