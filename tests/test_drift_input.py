@@ -216,3 +216,19 @@ def test_any_column_gives_a_result_or_a_clear_error(values: list) -> None:
         return
     assert len(view.table) == 1
     view.to_html()
+
+
+def test_columns_that_read_the_same_stay_two_columns():
+    """The int 1 and the string "1" used to collapse into one feature (the drifted one lost)."""
+    rng = np.random.default_rng(0)
+    ref = pd.DataFrame({1: rng.normal(size=400), "1": rng.normal(size=400)})
+    cur = pd.DataFrame({1: rng.normal(size=400), "1": rng.normal(3, 1, size=400)})
+    table = compare_distributions(ref, cur).table.set_index("feature")
+    assert set(table.index) == {"1", "1 (int)"}
+    assert bool(table.loc["1", "drifted"]) and not bool(table.loc["1 (int)", "drifted"])
+
+
+@pytest.mark.parametrize("buckets", [10**6, 0, 2.5, "3", True])
+def test_time_buckets_are_bounded(buckets):
+    with pytest.raises(VizdebugError, match="time_buckets must be a whole number from 1 to 1000"):
+        compare_distributions({"x": [1.0, 2.0]}, {"x": [1.0, 3.0]}, time_buckets=buckets)

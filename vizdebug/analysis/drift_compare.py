@@ -13,11 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..data.tables import columns_for, is_stream_source
 from ..errors import VizdebugError
 from . import drift as drift_stats
 from .drift_findings import drift_findings, drift_table, rank
 from .drift_time import TimeAxis, check_window, stream_time, window_current
+
+MAX_TIME_BUCKETS = 1000
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,8 +63,13 @@ class DriftOptions:
         if self.window is not None and self.time is None:
             raise VizdebugError("window=(start, end) needs time=<a time column of the current data>")
         check_window(self.window)
-        if int(self.time_buckets) < 1:
-            raise VizdebugError(f"time_buckets must be at least 1, got {self.time_buckets}")
+        buckets = self.time_buckets
+        if (isinstance(buckets, bool) or not isinstance(buckets, (int, np.integer))
+                or not 1 <= buckets <= MAX_TIME_BUCKETS):
+            # each bucket carries every feature's histogram to the page: 10**6 of them made
+            # a 258 MB page after 41 s
+            raise VizdebugError(f"time_buckets must be a whole number from 1 to "
+                                f"{MAX_TIME_BUCKETS} (the slider's steps), got {buckets!r}")
 
 
 @dataclass

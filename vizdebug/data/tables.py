@@ -33,6 +33,21 @@ class Column:
     values: Any  # np.ndarray for numeric/datetime, pandas Series for categories
 
 
+def column_names(columns: Any) -> list[str]:
+    """Column labels as names: ``str(label)``, with the type added to a label that is not
+    a string where two labels would read the same (the int ``1`` and the string ``"1"``
+    stay two columns).
+
+    >>> column_names([1, "1", "a"])
+    ['1 (int)', '1', 'a']
+    """
+    labels = list(columns)
+    names = [str(c) for c in labels]
+    clash = {n for n in names if names.count(n) > 1}
+    return [f"{n} ({type(c).__name__})" if n in clash and not isinstance(c, str) else n
+            for c, n in zip(labels, names)]
+
+
 def as_table(data: Any, side: str) -> dict[str, Any]:
     """Split ``data`` into ``{name: 1-d array-like}`` without copying where possible.
 
@@ -49,11 +64,13 @@ def as_table(data: Any, side: str) -> dict[str, Any]:
         if not data.columns.is_unique:
             dup = data.columns[data.columns.duplicated()].tolist()
             raise VizdebugError(f"the {side} DataFrame has duplicate column names {dup}; rename them")
-        return {str(c): data[c] for c in data.columns}
+        return {name: data[c] for name, c in zip(column_names(data.columns), data.columns)}
     if isinstance(data, pd.Series):
         return {str(data.name if data.name is not None else "value"): data}
     if isinstance(data, Mapping):
-        return {str(k): _column_array(v, side, str(k)) for k, v in data.items()}
+        keys = list(data)
+        return {name: _column_array(data[k], side, name)
+                for name, k in zip(column_names(keys), keys)}
     if isinstance(data, (np.ndarray, list, tuple)):
         return _array_table(np.asarray(data, dtype=object if _ragged(data) else None), side)
     raise VizdebugTypeError(
