@@ -232,3 +232,15 @@ def test_columns_that_read_the_same_stay_two_columns():
 def test_time_buckets_are_bounded(buckets):
     with pytest.raises(VizdebugError, match="time_buckets must be a whole number from 1 to 1000"):
         compare_distributions({"x": [1.0, 2.0]}, {"x": [1.0, 3.0]}, time_buckets=buckets)
+
+
+def test_one_feature_name_alpha_and_a_broken_parquet_file(tmp_path):
+    table = compare_distributions({"xt": [1.0, 2.0, 3.0], "x": [1.0, 2, 3]},
+                                  {"xt": [1.0, 2.0, 4.0], "x": [1.0, 5, 3]}, features="xt").table
+    assert table["feature"].tolist() == ["xt"]  # a string is one name, not its characters
+    with pytest.raises(VizdebugError, match="alpha must be a number, got 'a'"):
+        compare_distributions({"x": [1.0, 2.0]}, {"x": [1.0, 2.0]}, alpha="a")
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1" + b"garbage" * 10)
+    with pytest.raises(VizdebugError, match="as Parquet"):
+        compare_distributions(str(bad), str(bad))

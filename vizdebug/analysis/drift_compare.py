@@ -56,6 +56,16 @@ class DriftOptions:
     time_buckets: int = 24
 
     def __post_init__(self) -> None:
+        for name in ("features", "categorical"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # one name, not its characters
+                object.__setattr__(self, name, [value])
+            elif value is not None and not isinstance(value, (list, tuple)):
+                raise VizdebugError(f"{name} must be a list of column names, got {value!r}")
+        for name in ("alpha", "effect_threshold"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                raise VizdebugError(f"{name} must be a number, got {value!r}")
         if self.correction not in drift_stats.CORRECTIONS:
             raise VizdebugError(f"correction must be one of {drift_stats.CORRECTIONS}, got {self.correction!r}")
         if not 0 < self.alpha < 1:

@@ -382,7 +382,10 @@ def arrow_dataset(obj: Any) -> Any:
     if isinstance(obj, (str, Path)):
         if not Path(obj).exists():
             raise VizdebugError(f"no Parquet data at {str(obj)!r}")
-        return ds.dataset(str(obj), format="parquet")
+        try:
+            return ds.dataset(str(obj), format="parquet")
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise VizdebugError(f"cannot read {str(obj)!r} as Parquet: {str(exc)[:200]}") from None
     if is_stream_source(obj):
         return obj
     import pandas as pd
