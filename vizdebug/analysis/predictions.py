@@ -118,7 +118,12 @@ def _as_labels(y: Any, what: str) -> np.ndarray:
             raise VizdebugError(f"{what} holds values that are not class ids ({describe(y)}); "
                                 "pass integer or string classes")
         arr = arr.astype(np.int64)
-    return np.asarray([v.item() if hasattr(v, "item") else v for v in arr], dtype=object)
+    values = [v.item() if hasattr(v, "item") and getattr(v, "size", 1) == 1 else v for v in arr]
+    odd = next((v for v in values if not isinstance(v, (str, int, float, bool))), None)
+    if odd is not None or any(isinstance(v, float) and v != v for v in values):
+        raise VizdebugError(f"{what} must hold one class per sample (numbers or strings); "
+                            f"found {odd!r} in {describe(y)}")
+    return np.asarray(values, dtype=object)
 
 
 def _plain_array(values: list | tuple) -> np.ndarray:

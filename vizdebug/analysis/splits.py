@@ -14,6 +14,7 @@ Three ways a test score lies about a model, each checked on plain arrays:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,8 @@ def split_rows(obj: Any, y: Any, what: str, sample: int) -> SplitRows:
     if obj is None:
         raise VizdebugTypeError(f"check_split got None for {what}; pass an array, a "
                                 "DataFrame, a tensor or a Dataset of (x, y) items")
+    if isinstance(obj, Mapping):  # a dict of columns
+        obj = _frame_of(obj, what)
     if type(obj).__name__ == "DataFrame" and hasattr(obj, "columns"):
         return _frame_rows(obj.iloc[:sample], y, what)
     if _is_dataset(obj):
@@ -90,6 +93,16 @@ def split_rows(obj: Any, y: Any, what: str, sample: int) -> SplitRows:
         raise VizdebugError(f"{what} holds no rows ({describe(obj)})")
     arr = arr[:sample]
     return _array_rows(arr, _targets(y, arr.shape[0], what, sample), what)
+
+
+def _frame_of(columns: Mapping, what: str) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.DataFrame(dict(columns))
+    except Exception as exc:
+        raise VizdebugError(f"{what} is a dict that is not a table of equal-length columns "
+                            f"({str(exc)[:120]}); pass arrays, a DataFrame or a Dataset") from None
 
 
 def _is_dataset(obj: Any) -> bool:
@@ -117,7 +130,12 @@ def _array_rows(arr: np.ndarray, y: np.ndarray | None, what: str) -> SplitRows:
 def _dataset_rows(ds: Any, y: Any, what: str, sample: int) -> SplitRows:
     xs, ys = [], []
     for i in range(min(len(ds), sample)):
-        x_i, y_i = unpack(ds[i], what=f"{what}[{i}]", sample=True)
+        try:
+            item = ds[i]
+        except Exception as exc:  # the user's __getitem__: name it, do not crash in it
+            raise VizdebugError(f"{what}[{i}] raised {type(exc).__name__}: {str(exc)[:200]}; "
+                                "check_split reads Datasets by integer index") from None
+        x_i, y_i = unpack(item, what=f"{what}[{i}]", sample=True)
         xs.append(to_numpy(x_i, f"{what}[{i}]"))
         ys.append(y_i)
     if not xs:
