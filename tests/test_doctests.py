@@ -25,7 +25,8 @@ MODULES = [
     "vizdebug.reproducibility", "vizdebug.analysis.loss_checks",
     "vizdebug.analysis.embeddings", "vizdebug.analysis.embeddings_quality",
     "vizdebug.analysis.embeddings_findings", "vizdebug.views.embeddings",
-    "vizdebug.views.embeddings_data",
+    "vizdebug.views.embeddings_data", "vizdebug.analysis.top_losses",
+    "vizdebug.views.top_losses",
 ]
 
 

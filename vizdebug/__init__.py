@@ -21,6 +21,7 @@ from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
 from .views.embeddings import EmbeddingView, show_embeddings
 from .views.predictions import PredictionView, show_predictions
+from .views.top_losses import show_top_losses
 
 __all__ = [
     "AnomalyError",
@@ -46,5 +47,6 @@ __all__ = [
     "show_batch",
     "show_embeddings",
     "show_predictions",
+    "show_top_losses",
     "watch",
 ]
