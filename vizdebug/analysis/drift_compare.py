@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data.tables import columns_for, is_stream_source
+from ..data.parquet import is_stream_source
+from ..data.tables import columns_for
 from ..errors import VizdebugError
 from . import drift as drift_stats
 from .drift_findings import drift_findings, drift_table, rank
@@ -145,7 +146,7 @@ def _in_memory(reference: Any, current: Any, options: DriftOptions) -> DriftResu
 
 
 def _streamed(reference: Any, current: Any, options: DriftOptions) -> DriftResult:
-    from ..data.tables import arrow_dataset
+    from ..data.parquet import arrow_dataset
     from .streaming import stream_compare
 
     current = arrow_dataset(current)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..data.tables import KINDS, arrow_dataset, arrow_kind
+from ..data.parquet import arrow_dataset, arrow_kind
+from ..data.tables import KINDS
 from ..errors import VizdebugError
 from . import sketches
 from .drift import (
