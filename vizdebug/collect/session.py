@@ -348,7 +348,7 @@ def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFA
         interactive interpreter, from the exception they keep).
     store : path, optional
         Also write the run to this SQLite file (or a new file in this folder), from a
-        background thread every couple of seconds: every logged point, the sampled
+        background thread every half second: every logged point, the sampled
         statistics, the loader and system records, a few input batches. Read it with
         ``vd.open_run(path)`` from another kernel, a script or after a crash. An earlier
         run at the same path is replaced; any other existing file is left alone (error).
