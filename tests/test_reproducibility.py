@@ -44,3 +44,15 @@ def test_environment_names_versions_and_hardware():
     assert env["packages"]["torch"].startswith(torch.__version__.split("+")[0])
     assert env["packages"]["vizdebug"] == vd.__version__
     assert env["gpus"] == [] or isinstance(env["gpus"][0], str)
+
+
+def test_the_seed_and_the_environment_are_stored_with_the_run(tmp_path):
+    model = torch.nn.Linear(3, 2)
+    before = torch.are_deterministic_algorithms_enabled()
+    vd.set_seed(7, deterministic=False)
+    with vd.watch(model, store=tmp_path / "run.sqlite") as session:
+        session.log(loss=1.0)
+    torch.use_deterministic_algorithms(before)
+    meta = vd.open_run(tmp_path / "run.sqlite").meta
+    assert meta["seed"]["seed"] == 7 and "torch" in meta["seed"]["seeded"]
+    assert meta["environment"]["packages"]["vizdebug"] == vd.__version__

@@ -15,6 +15,8 @@ from typing import Any
 
 from .errors import VizdebugError
 
+_LAST: dict[str, Any] = {}  # what the last set_seed() set, recorded with each stored run
+
 _PACKAGES = ("numpy", "torch", "pandas", "scipy", "sklearn", "vizdebug", "lightning",
              "pytorch_lightning", "transformers", "umap", "plotly", "anywidget")
 
@@ -38,6 +40,8 @@ def set_seed(seed: int, deterministic: bool = True) -> dict[str, Any]:
         raise VizdebugError(f"set_seed takes an integer in [0, 2**32), got {seed!r}")
     random.seed(seed)
     done: dict[str, Any] = {"seed": seed, "deterministic": deterministic, "seeded": ["random"]}
+    _LAST.clear()
+    _LAST.update(done)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed)
@@ -54,6 +58,11 @@ def set_seed(seed: int, deterministic: bool = True) -> dict[str, Any]:
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
     return done
+
+
+def last_seed() -> dict[str, Any] | None:
+    """What the last :func:`set_seed` call of this process set (``None``: never called)."""
+    return dict(_LAST, seeded=list(_LAST["seeded"])) if _LAST else None
 
 
 def environment() -> dict[str, Any]:

@@ -23,6 +23,7 @@ import numpy as np
 from .._env import distributed_rank
 from .._version import __version__
 from ..records import RunDelta
+from ..reproducibility import environment, last_seed
 from .samples import stack_rows
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ def start_meta(session: Session) -> dict[str, Any]:
         "module_paths": list(hooks.module_paths),
         "module_classes": list(hooks.module_classes),
         "param_paths": list(hooks.param_paths),
+        # for reproducing the run: the last vd.set_seed() of this process, the versions
+        "seed": last_seed(), "environment": environment(),
     }
 
 
