@@ -38,6 +38,8 @@ class BatchView(View):
     (1, [])
     """
 
+    note = ""  # shown on every page (a subclass's word on what the pages hold)
+
     title = "vizdebug batch"
 
     def __init__(self, source: PageSource, *, classes=None, mean=None, std=None) -> None:
@@ -67,7 +69,7 @@ class BatchView(View):
             if batch is None:
                 return None
             page = render_page(batch, len(self.pages), classes=self.classes, mean=self.mean,
-                               std=self.std)
+                               std=self.std, note=self.note)
             self.pages.append(page)
             return page
 

@@ -16,7 +16,7 @@ from ..data.batch import Batch
 from ..data.sources import SlicedSource
 from ..errors import VizdebugError
 from .batch import BatchView
-from .batch_page import Page, check_classes, label_text, render_page
+from .batch_page import check_classes, label_text
 
 
 class TopLossesView(BatchView):
@@ -29,16 +29,6 @@ class TopLossesView(BatchView):
         super().__init__(source, **kw)
         self.result = result
         self.note = note
-
-    def _read_page(self) -> Page | None:
-        with self._lock:
-            batch = self.source.next_page()
-            if batch is None:
-                return None
-            page = render_page(batch, len(self.pages), classes=self.classes, mean=self.mean,
-                               std=self.std, note=self.note)
-            self.pages.append(page)
-            return page
 
     def __repr__(self) -> str:
         return "TopLosses" + super().__repr__()[len("Batch"):]
