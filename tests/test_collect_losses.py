@@ -36,7 +36,7 @@ def watched(call) -> list:
 CASES = {
     # name: (call, expected code or None)
     "ce-logits": (lambda: nn.CrossEntropyLoss()(X, Y), None),
-    "ce-log-softmax": (lambda: F.cross_entropy(X.log_softmax(1), Y), None),
+    "ce-log-softmax": (lambda: F.cross_entropy(X.log_softmax(1), Y), "loss-output-mismatch"),
     "ce-ignore-index": (lambda: nn.CrossEntropyLoss(ignore_index=-1)(X, torch.where(Y > 2, Y, -1)), None),
     "ce-segmentation": (lambda: F.cross_entropy(torch.randn(2, 3, 8, 8), torch.randint(0, 3, (2, 8, 8))), None),
     "ce-soft-labels": (lambda: F.cross_entropy(X, X.softmax(1)), None),
@@ -72,6 +72,10 @@ def test_each_loss_call_is_judged(name):
     call, expected = CASES[name]
     codes = [e.kind for e in watched(call)]
     assert codes == ([expected] if expected else [])
+
+
+def test_log_probabilities_into_cross_entropy_are_only_an_info():
+    assert watched(lambda: F.cross_entropy(X.log_softmax(1), Y))[0].detail["severity"] == "info"
 
 
 def test_an_event_carries_its_verdict_and_step():

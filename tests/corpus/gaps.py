@@ -14,10 +14,9 @@ from __future__ import annotations
 
 GAPS: dict[str, str] = {
     # -- faults vizdebug does not name yet ------------------------------------------------
-    "log-softmax-into-cross-entropy": "loss-output-mismatch: log-probabilities into "
-                                      "cross_entropy are recognised but not warned about, "
-                                      "since log_softmax is idempotent and the run trains "
-                                      "exactly like its twin; nothing else is said",
+    "log-softmax-into-cross-entropy": "loss-output-mismatch is said at info level only: "
+                                      "log_softmax is idempotent, so the run trains exactly "
+                                      "like its twin and a warning would accuse working code",
     "validation-in-train-mode": "train-eval-mode for validation forward passes made in train "
                                 "mode under no_grad: they run between training steps, where "
                                 "no hook is attached (the price of a free step); today nothing",

@@ -73,6 +73,12 @@ def _class_output(s: dict[str, Any]) -> list[Problem]:
                  "exact zeros: a ReLU on the output layer clips the logits at 0",
                  "remove the activation after the last Linear layer: logits must be free to "
                  "go negative")]
+    if name == "cross_entropy" and many and s["x_max"] <= 0 and s["lse_dev"] <= PROB_TOL:
+        return [("loss-output-mismatch", "info",
+                 "cross_entropy was given log-probabilities (a log_softmax already applied): "
+                 "harmless in value, since log_softmax of log-probabilities changes nothing",
+                 "the model's final LogSoftmax is redundant before CrossEntropyLoss; keep one "
+                 "of the two (LogSoftmax + NLLLoss, or raw scores + CrossEntropyLoss)")]
     if name == "nll_loss" and many and _is_probabilities(s):
         return [("loss-output-mismatch", "warning",
                  "nll_loss was given probabilities (rows in [0, 1] summing to 1), not "
