@@ -331,3 +331,18 @@ def test_an_output_changed_in_place_later_is_never_read_changed():
                 continue
             np.testing.assert_allclose(row, direct_row(out, classes[idx]), rtol=1e-5, atol=1e-6)
     assert session.hooks.outputs.eager == {0, 3}
+
+
+def test_a_group_reduced_in_cache_sized_chunks_matches_the_reference():
+    """Many equal CPU outputs are stacked and reduced a few at a time (a last chunk
+    shorter than the others included)."""
+    gen = torch.Generator().manual_seed(2)
+    per = stats._CHUNK_BYTES // (128 * 64 * 4)
+    xs = [torch.randn(128, 64, generator=gen) * (i + 1) for i in range(2 * per + 3)]
+    xs[per][:, 5] = 0.0  # a dead unit in the second chunk
+    xs[-1][7, 3] = float("nan")  # a NaN in the last one
+    rows = group_rows([sample_outputs(xs, 1)], ["Linear"] * len(xs))
+    for x, got in zip(xs, rows):
+        np.testing.assert_allclose(got, direct_row(x, "Linear"), rtol=1e-5, atol=1e-6,
+                                   equal_nan=True)
+

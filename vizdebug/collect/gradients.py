@@ -64,7 +64,7 @@ class GradientCollector:
     def __init__(self, params: list[torch.Tensor]) -> None:
         self.params = [weakref.ref(p) for p in params]
         self.current: StepGrads | None = None
-        self._views: dict[int, tuple[int, np.ndarray]] = {}  # see _views_of
+        self._views: dict[tuple[int, ...], tuple[list[int], list[np.ndarray]]] = {}  # _views_of
 
     def begin(self) -> None:
         """A sampled step starts."""
@@ -136,21 +136,23 @@ class GradientCollector:
 
     def _views_of(self, idx: list[int]) -> list[np.ndarray] | None:
         """Flat numpy views of these parameters when all are dense float CPU tensors (else
-        ``None``), cached while each keeps its storage: optimizers update in place, and
-        a replaced ``.data`` has a new address (the cached view keeps the old storage
-        alive, so its address cannot be reused while it is cached)."""
-        views, cache = [], self._views
-        for i in idx:
-            param = self.params[i]()
-            if param is None:
-                cache.clear()
-                return None
-            hit = cache.get(i)
-            if hit is None or hit[0] != param.data_ptr():
-                if not (_numpy_ready(param) and param.is_contiguous()):
-                    return None  # (a contiguous tensor: reshape(-1) is then a view)
-                hit = cache[i] = (param.data_ptr(), param.detach().numpy().reshape(-1))
-            views.append(hit[1])
+        ``None``), cached per list of parameters while each keeps its storage: optimizers
+        update in place, and a replaced ``.data`` has a new address (the cached views keep
+        the old storages alive, so their addresses cannot be reused while cached)."""
+        params = [self.params[i]() for i in idx]
+        if any(p is None for p in params):
+            self._views.clear()
+            return None
+        ptrs, key = [p.data_ptr() for p in params], tuple(idx)
+        hit = self._views.get(key)
+        if hit is not None and hit[0] == ptrs:
+            return hit[1]
+        if not all(_numpy_ready(p) and p.is_contiguous() for p in params):
+            return None  # (a contiguous tensor: reshape(-1) is then a view)
+        if len(self._views) > 8:  # backward passes reaching ever other parameters
+            self._views.clear()
+        views = [p.detach().numpy().reshape(-1) for p in params]
+        self._views[key] = (ptrs, views)
         return views
 
 

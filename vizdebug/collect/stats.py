@@ -52,6 +52,7 @@ class GroupSample(NamedTuple):
 
 _NUMPY_DTYPES: tuple = ()
 GROUP_MAX = 1 << 15
+_CHUNK_BYTES = 1 << 19  # a group is stacked and reduced this much at a time (in cache)
 
 
 def numpy_ready(tensor: torch.Tensor) -> bool:
@@ -101,6 +102,9 @@ def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
     reductions for the group (torch's reductions over the batch of a stack beat numpy's)."""
     import torch
 
+    if len(tensors) > 1 and axis is not None and tensors[0].is_cpu and (
+            tensors[0].is_floating_point()):
+        return _sample_chunked(tensors, axis)
     stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
     if not stacked.is_floating_point():
         stacked = stacked.float()
@@ -112,6 +116,27 @@ def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
         unit_max = flat.abs().amax(1, keepdim=True) if n else flat.new_zeros((m, 1))
         return GroupSample(values, unit_max.float(), n, False)
     per_unit = torch.maximum(stacked.amax(1).abs_(), stacked.amin(1).abs_())
+    return GroupSample(values, _to_units(per_unit, axis).float(), n, True)
+
+
+def _sample_chunked(tensors: list[torch.Tensor], axis: int) -> GroupSample:
+    """Several CPU outputs with units: stacked a few at a time into one small buffer and
+    reduced while the buffer is in the cache (one stack of all of them would be written
+    to memory and read back, once per reduction)."""
+    import torch
+
+    m, first, n = len(tensors), tensors[0], tensors[0].numel()
+    step, per = subsample_step(n), max(1, _CHUNK_BYTES // max(n * first.element_size(), 1))
+    buf = first.new_empty((min(per, m), *first.shape))
+    values = torch.empty((m, min(n, SUBSAMPLE)), dtype=torch.float32)
+    hi, lo = first.new_empty((m, *first.shape[1:])), first.new_empty((m, *first.shape[1:]))
+    for i in range(0, m, per):
+        part = tensors[i:i + per]
+        chunk = torch.stack(part, out=buf[:len(part)])
+        values[i:i + len(part)] = chunk.reshape(len(part), -1)[:, : step * SUBSAMPLE: step]
+        torch.amax(chunk, 1, out=hi[i:i + len(part)])
+        torch.amin(chunk, 1, out=lo[i:i + len(part)])
+    per_unit = torch.maximum(hi.abs_(), lo.abs_())
     return GroupSample(values, _to_units(per_unit, axis).float(), n, True)
 
 
