@@ -4,6 +4,7 @@ vizdebug attached as the README shows. Programs whose fault *is* the loop (a mis
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -26,11 +27,20 @@ def evaluate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
 def fit(model: torch.nn.Module, loader, loss_fn: Callable, optimizer: torch.optim.Optimizer,
         epochs: int, val: tuple[torch.Tensor, torch.Tensor] | None = None,
         metric: Callable | None = None, scheduler=None,
-        checks: vd.Findings | None = None) -> vd.Findings:
+        checks: vd.Findings | None = None,
+        crash: type[BaseException] | tuple[type[BaseException], ...] = ()) -> vd.Findings:
     """Train ``epochs`` epochs with vizdebug watching; return its findings (and ``checks``,
-    what the program's own ``check_batch``/``check_dataset`` calls said)."""
+    what the program's own ``check_batch``/``check_dataset`` calls said). ``crash`` is the
+    error the reported program raised: caught as a notebook shows it, after which the next
+    cell asks vizdebug why."""
     session = vd.watch(model, loader=loader)
     model.train()
+    with contextlib.suppress(crash):
+        _epochs(model, loader, loss_fn, optimizer, epochs, session, val, metric, scheduler)
+    return finish(session, checks)
+
+
+def _epochs(model, loader, loss_fn, optimizer, epochs, session, val, metric, scheduler) -> None:
     for _ in range(epochs):
         for xb, yb in loader:
             optimizer.zero_grad()
@@ -46,7 +56,6 @@ def fit(model: torch.nn.Module, loader, loss_fn: Callable, optimizer: torch.opti
                 session.log(val_loss=v_loss)
             else:
                 session.log(val_loss=v_loss, val_acc=v_score)
-    return finish(session, checks)
 
 
 def finish(session: vd.Session, checks: vd.Findings | None = None) -> vd.Findings:

@@ -12,7 +12,7 @@ import vizdebug as vd
 
 from . import Fault
 from ._data import digits_std, loader, regression, tabular_std
-from ._loop import acc, binary_acc, evaluate, finish, fit
+from ._loop import acc, binary_acc, fit
 
 
 def _digits_mlp(*tail: nn.Module) -> nn.Sequential:
@@ -107,20 +107,9 @@ def bce_loss_without_sigmoid(fixed: bool) -> vd.Findings:
         layers.append(nn.Sigmoid())
     model = nn.Sequential(*layers)
     ytr_f = ytr.astype("float32")[:, None]
-    train_loader = loader(xtr, ytr_f, 32)
-    session = vd.watch(model, loader=train_loader)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    try:
-        for _ in range(8):
-            for xb, yb in train_loader:
-                opt.zero_grad()
-                loss = nn.BCELoss()(model(xb), yb)
-                loss.backward()
-                opt.step()
-                session.log(loss=loss)
-    except RuntimeError:
-        pass  # the notebook shows BCELoss's error; the next cell asks vizdebug why
-    return finish(session)
+    # the notebook shows BCELoss's error; the next cell asks vizdebug why
+    return fit(model, loader(xtr, ytr_f, 32), nn.BCELoss(), opt, 8, crash=RuntimeError)
 
 
 # Source: https://github.com/jsyoon0823/Time-series-prediction/issues/3
@@ -193,22 +182,10 @@ def labels_start_at_one(fixed: bool) -> vd.Findings:
     if not fixed:
         ytr = ytr + 1  # the dataset's own labelling: 1..10
     model = _digits_mlp()
-    train_loader = loader(xtr, ytr, 64)
-    session = vd.watch(model, loader=train_loader)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    try:
-        for _ in range(6):
-            for xb, yb in train_loader:
-                opt.zero_grad()
-                loss = F.cross_entropy(model(xb), yb)
-                loss.backward()
-                opt.step()
-                session.log(loss=loss)
-            v_loss, v_acc = evaluate(model, *val, F.cross_entropy, acc)
-            session.log(val_loss=v_loss, val_acc=v_acc)
-    except IndexError:
-        pass  # the notebook shows the traceback; the next cell asks vizdebug why
-    return finish(session)
+    # the notebook shows the traceback; the next cell asks vizdebug why
+    return fit(model, loader(xtr, ytr, 64), F.cross_entropy, opt, 6, val, acc,
+               crash=IndexError)
 
 
 # Source: https://github.com/milesial/Pytorch-UNet/issues/291
@@ -224,20 +201,9 @@ def greyscale_mask_as_class_ids(fixed: bool) -> vd.Findings:
     if fixed:
         masks = (masks > 127).long()  # class indices 0/1
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 2, 1))
-    train_loader = loader(images, masks, 32)
-    session = vd.watch(model, loader=train_loader)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    try:
-        for _ in range(6):
-            for xb, yb in train_loader:
-                opt.zero_grad()
-                loss = F.cross_entropy(model(xb), yb)
-                loss.backward()
-                opt.step()
-                session.log(loss=loss)
-    except IndexError:
-        pass  # the notebook shows the traceback; the next cell asks vizdebug why
-    return finish(session)
+    # the notebook shows the traceback; the next cell asks vizdebug why
+    return fit(model, loader(images, masks, 32), F.cross_entropy, opt, 6, crash=IndexError)
 
 
 FAULTS = [
