@@ -187,10 +187,14 @@ LR_COLLAPSE_BY = 0.5      # ... reached within this share of the logged steps
 LR_MIN_POINTS = 6  # sampled steps (auto samples a few dozen in a short run)
 
 
+def is_lr_name(name: str) -> bool:
+    """True for a metric that holds a learning rate (``lr``, ``lr/group0``, ``*_lr``,
+    ``*learning_rate*``)."""
+    return name == "lr" or name.startswith("lr/") or "learning_rate" in name or name.endswith("_lr")
+
+
 def _lr_series(rec: TrainingRecords) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    names = [n for n in rec.scalars
-             if n == "lr" or n.startswith("lr/") or "learning_rate" in n or n.endswith("_lr")]
-    return [(n, *rec.scalars[n]) for n in names]
+    return [(n, *rec.scalars[n]) for n in rec.scalars if is_lr_name(n)]
 
 
 def rule_lr_collapse(rec: TrainingRecords) -> list[Finding]:

@@ -23,6 +23,7 @@ import numpy as np
 from .._env import distributed_rank
 from .._viewable import Viewable
 from ..analysis.training import diagnose
+from ..analysis.training_curves import is_lr_name
 from ..errors import VizdebugTypeError, describe
 from ..findings import Finding, Findings
 from ..records import BATCH_FIELDS, TrainingRecords
@@ -170,7 +171,7 @@ class Session(Viewable):
             self.hooks.read_sealed()
         hooks = self.hooks
         scalars = {name: (s, v) for name, (s, v, _) in self.log_store.all_series().items()}
-        if not any(name == "lr" or "lr/" in name or "learning_rate" in name for name in scalars):
+        if not any(is_lr_name(name) for name in scalars):
             scalars.update(hooks.optimizer_checks.lr_series())  # the optimizer's, if none logged
         return TrainingRecords(
             scalars=scalars, module_paths=list(hooks.module_paths),
