@@ -109,8 +109,8 @@ def _grid(batch: Batch, displays, flags, classes) -> str:
         cap = label_text(batch.labels[k], classes) if batch.labels else ""
         native = None if batch.items[k] is None else batch.items[k].shape[1:]
         pic = _picture(shown, native, batch.index_of(k), size)
-        if batch.masks is not None:
-            pic += _mask_picture(batch.masks[k], size)
+        if batch.masks is not None:  # the image and its mask side by side
+            pic = f'<div class="vd-pair">{pic}{_mask_picture(batch.masks[k], size)}</div>'
             cap = cap or _mask_caption(batch.masks[k], classes)
         cells.append(_cell(pic, batch.index_of(k), cap, flags[k]))
     width = size + 10 if batch.masks is None else 2 * size + 14
@@ -132,7 +132,7 @@ def _mask_picture(mask: np.ndarray, size: int) -> str:
     uri = encode_mask(mask, size)
     width, height = display_size(mask.shape, size)
     return (f'<img class="vd-crisp vd-mask" src="{uri}" width="{width}" height="{height}" '
-            f'style="margin-left:4px" alt="mask">')
+            f'alt="mask">')
 
 
 def _mask_caption(mask: np.ndarray, classes) -> str:
