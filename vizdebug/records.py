@@ -211,6 +211,26 @@ class TrainingSource(Protocol):
 ScalarChunk = tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]
 
 
+@dataclass(frozen=True)
+class EmbeddingFrame:
+    """A tracked layer's output on a fixed probe set at one point of training.
+
+    ``features`` is ``(n_probe, dim)`` float32, one row per probe sample, in probe order
+    (flattened or pooled by the collector); ``step`` the optimizer step it was taken at and
+    ``epoch`` the epoch when known. Frames of one layer share ``n_probe``; the labels and
+    images of the probe are held once, beside the frames, not in each.
+
+    >>> f = EmbeddingFrame("fc1", 10, 1, np.zeros((4, 3), np.float32))
+    >>> f.layer, f.step, f.features.shape
+    ('fc1', 10, (4, 3))
+    """
+
+    layer: str
+    step: int
+    epoch: int | None
+    features: np.ndarray
+
+
 @dataclass
 class RunDelta:
     """What happened since the last write to a run store: plain records, no collector.
@@ -240,6 +260,7 @@ class RunDelta:
     batch: list[np.ndarray] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     failed: str | None = None
+    embeddings: list[EmbeddingFrame] = field(default_factory=list)
 
     def absorb(self, later: RunDelta) -> RunDelta:
         """This delta followed by ``later``, as one (a write that failed goes again with
@@ -253,4 +274,4 @@ class RunDelta:
             samples=[*self.samples, *later.samples], system=[*self.system, *later.system],
             events=newer("events"), errors=newer("errors"), loader=newer("loader"),
             batch=later.batch or self.batch, meta={**self.meta, **later.meta},
-            failed=newer("failed"))
+            failed=newer("failed"), embeddings=[*self.embeddings, *later.embeddings])
