@@ -14,7 +14,7 @@ fi
 
 echo "== installing vizdebug with its test dependencies"
 python -m pip install --quiet --disable-pip-version-check torch==2.13.0
-python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+python -m pip install --quiet --disable-pip-version-check -e ".[test,lightning,transformers]"
 
 echo "== ruff"
 python -m ruff check vizdebug tests benchmarks

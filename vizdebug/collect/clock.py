@@ -46,6 +46,7 @@ class StepClock:
         self._owners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._others = 0  # steps of another owning optimizer since the clock's last one
         self._handle: Any = None
+        self.marked = False  # the training loop says where steps begin (begin())
         self.hook()
 
     @property
@@ -69,8 +70,22 @@ class StepClock:
             handle.remove()
 
     def forward(self, training: bool) -> None:
-        """A forward pass of the model started: a step, while no optimizer counts."""
-        if training and self.optimizer is None:
+        """A forward pass of the model started: a step, while no optimizer counts and the
+        loop does not mark its steps."""
+        if training and self.optimizer is None and not self.marked:
+            self._tick()
+
+    def begin(self) -> None:
+        """The training loop says a step begins (a framework's callback): from now on this
+        counts instead of forward passes, until an optimizer counts.
+
+        >>> clock = StepClock(set(), lambda: None)
+        >>> clock.begin(); clock.forward(training=True); clock.steps
+        1
+        >>> clock.unhook()
+        """
+        self.marked = True
+        if self.optimizer is None:
             self._tick()
 
     def optimizer_stepped(self, optimizer: Any) -> None:

@@ -131,6 +131,15 @@ class Session(Viewable):
             if now >= self._views_due:
                 self._refresh_views()
 
+    def begin_step(self) -> None:
+        """Say that a training step begins, for a loop whose step may never call the
+        watched model's ``forward`` (a Lightning ``training_step`` calling submodules) or
+        calls it several times (gradient accumulation). Until the model's optimizer has
+        stepped (it counts the steps from then on), these calls count the steps instead
+        of forward passes. The framework callbacks call it; a plain loop needs not.
+        """
+        self.hooks.clock.begin()
+
     def add_view(self, view: Any) -> None:
         """Keep a live view and refresh it from ``log()`` (throttled) from now on."""
         self._dashboards.append(view)

@@ -1,0 +1,161 @@
+"""The Lightning callback on a tiny regression module, trained on the CPU in well under a
+second per fit: a learning rate 100x too high is found, the same run at a sane rate is
+clean, and the callback follows fast_dev_run, validation, gradient accumulation, a
+stored run, a crash and (slow) DDP with two gloo processes. The extra is installed by
+scripts/test.sh (`pip install -e ".[test,lightning,transformers]"`)."""
+
+from __future__ import annotations
+
+import lightning.pytorch as L
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import vizdebug as vd
+from vizdebug.integrations.lightning import VizdebugCallback
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning",
+                                        "ignore::UserWarning:lightning")
+
+
+class Regressor(L.LightningModule):
+    """An MLP regressor whose training_step calls a submodule, not its own forward."""
+
+    def __init__(self, lr: float, crash_at: int | None = None) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+        self.lr, self.crash_at = lr, crash_at
+
+    def training_step(self, batch, batch_idx):
+        if batch_idx == self.crash_at:
+            raise RuntimeError("planted crash")
+        x, y = batch
+        loss = nn.functional.mse_loss(self.net(x), y)
+        self.log("train_mse", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", nn.functional.mse_loss(self.net(x), y))
+        self.log("r2/val", 1 - nn.functional.mse_loss(self.net(x), y) / y.var())
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+
+
+def loaders(n_train: int = 384):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n_train + 128, 8, generator=g)
+    y = x @ torch.randn(8, 1, generator=g) + 0.1 * torch.randn(len(x), 1, generator=g)
+    train = DataLoader(TensorDataset(x[:n_train], y[:n_train]), batch_size=32, shuffle=True,
+                       generator=g)
+    return train, DataLoader(TensorDataset(x[n_train:], y[n_train:]), batch_size=64)
+
+
+def fit(lr: float = 0.01, *, callback: VizdebugCallback | None = None, crash_at=None,
+        **trainer_args) -> tuple[L.Trainer, VizdebugCallback]:
+    torch.manual_seed(0)
+    cb = callback or VizdebugCallback()
+    trainer_args.setdefault("max_epochs", 4)
+    trainer = L.Trainer(callbacks=[cb], accelerator="cpu", devices=1, enable_progress_bar=False,
+                        logger=False, enable_checkpointing=False, enable_model_summary=False,
+                        **trainer_args)
+    trainer.fit(Regressor(lr, crash_at), *loaders())
+    return trainer, cb
+
+
+def warnings_of(findings: vd.Findings) -> list[str]:
+    return [f"{f.severity} {f.code} [{f.where}]" for f in findings.at_least("warning")]
+
+
+def test_a_learning_rate_100x_too_high_is_found():
+    _, cb = fit(lr=1.0)
+    found = cb.session.findings()
+    assert any(f.code == "nonfinite-loss" and f.severity == "error" and f.where == "loss"
+               for f in found), warnings_of(found)
+
+
+def test_the_same_run_at_a_sane_rate_is_clean():
+    trainer, cb = fit(lr=0.01)
+    assert cb.session.closed and cb.session.collector_errors() == []
+    assert warnings_of(cb.session.findings()) == []
+    df = cb.session.scalars()
+    loss = df[df.name == "loss"]
+    assert loss.step.tolist() == list(range(trainer.global_step))  # one point per step
+    assert cb.session.hooks.steps == trainer.global_step == 48
+
+
+def test_validation_metrics_arrive_as_eval_series():
+    trainer, cb = fit(max_epochs=2)
+    rec = cb.session.records()
+    assert rec.val_loss()[0] == "val_loss"
+    assert {"val_loss", "val_r2_val", "train_mse", "loss"} <= set(rec.scalars)
+    steps, values = rec.scalars["val_loss"]
+    assert steps.tolist() == [11, 23]  # after each epoch's last step, sanity check left out
+    assert values[-1] == pytest.approx(float(trainer.callback_metrics["val_loss"]))
+
+
+def test_fast_dev_run():
+    trainer, cb = fit(fast_dev_run=True)
+    assert cb.session.closed and trainer.global_step == 1
+    assert set(cb.session.scalars().name) >= {"loss", "val_loss"}
+
+
+def test_gradient_accumulation_counts_optimizer_steps():
+    trainer, cb = fit(max_epochs=2, accumulate_grad_batches=3)
+    assert trainer.global_step == 8
+    assert cb.session.hooks.steps == 8
+    df = cb.session.scalars()
+    loss = df[df.name == "loss"]
+    assert loss.step.tolist() == list(range(8))
+    # the step's loss is what Lightning backpropagates: the mean over its three batches
+    assert loss.value.between(0, 20).all()
+
+
+def test_stored_run_is_readable(tmp_path):
+    path = tmp_path / "fit.sqlite"
+    trainer, cb = fit(max_epochs=1, callback=VizdebugCallback(run=path, every=2))
+    run = vd.open_run(path)
+    assert run.state == "closed"
+    assert set(run.scalars().name) >= {"loss", "val_loss"}
+    assert run.last_step == trainer.global_step - 1
+
+
+def test_a_crash_closes_the_session_as_failed(tmp_path):
+    path = tmp_path / "crash.sqlite"
+    with pytest.raises(RuntimeError, match="planted crash"):
+        fit(callback=VizdebugCallback(run=path), crash_at=5)
+    assert vd.open_run(path).state == "failed"
+
+
+def test_bad_options_are_refused_when_the_callback_is_built():
+    with pytest.raises(vd.VizdebugTypeError, match="evry"):
+        VizdebugCallback(evry=3)
+    with pytest.raises(vd.VizdebugTypeError, match="run takes a file path"):
+        VizdebugCallback(run=3)
+
+
+def test_begin_step_counts_the_steps_a_loop_marks():
+    """Session.begin_step(): the loop marks its steps (forward passes then do not count)
+    until the optimizer counts; two forwards per step (accumulation) stay one step."""
+    model = nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with vd.watch(model, every=1) as session:
+        session.begin_step()
+        for _ in range(2):
+            model(torch.randn(4, 3)).pow(2).mean().backward()
+        assert session.hooks.step == 0  # the first step, before the optimizer counts
+        opt.step()
+        for _ in range(2):
+            session.begin_step()  # the optimizer counts now: this changes nothing
+            model(torch.randn(4, 3)).sum().backward()
+            opt.step()
+    assert session.hooks.steps == 3
+
+
+def test_eval_names():
+    from vizdebug.integrations._common import eval_name
+
+    assert [eval_name(n) for n in ("val_loss", "val/acc", "acc", "eval/f1", "test_x")] == [
+        "val_loss", "val_acc", "val_acc", "eval_f1", "test_x"]
