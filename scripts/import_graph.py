@@ -24,7 +24,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vizdebug"
 # "knows neither collect/ nor views/"). The package face, demo and __main__ sit on top.
 LAYERS = ["records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility",
           "data", "analysis",
-          "store", "collect", "integrations", "views", "report", "__init__", "demo", "__main__"]
+          "store", "collect", "integrations", "views", "report", "__init__", "demo", "cli", "__main__"]
 BOTTOM = {"records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility"}
 LAZY_UPWARD_OK = {("_viewable", "views")}
 

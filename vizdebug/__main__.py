@@ -3,12 +3,16 @@
 ``python -m vizdebug demo [--out report.html] [--epochs N]``: the demo.
 ``python -m vizdebug report RUN [--out report.html]``: a standalone report of a stored run
 (``vd.watch(model, store=RUN)``), e.g. of a job that crashed.
+``python -m vizdebug ls [DIR] [-r] [--json]``: the stored runs in a folder, their state,
+last step, size, start time and findings.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from .cli import ls as cli_ls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("report", help="write an HTML report of a stored run")
     rep.add_argument("run", help="run file (or folder: its newest run)")
     rep.add_argument("--out", default=None, help="report path (default: RUN with .html)")
+    cli_ls.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "ls":
+        return cli_ls.main(args)
     if args.command == "demo":
         from .demo import run_demo
 

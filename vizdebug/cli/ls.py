@@ -1,0 +1,181 @@
+"""``vizdebug ls [DIR]``: the stored runs in a folder, with their state, last step, size on
+disk, start time and findings by severity.
+
+The state is the one :class:`~vizdebug.store.run.Run` reports: ``running`` while a
+writer holds the run file's lock, ``interrupted`` when the file was never closed and
+no writer holds it (killed, crashed), ``closed``, ``ended`` (the script exited without
+``close()``) or ``failed``. Findings are the diagnosis of the stored run (the same rules as
+``vd.open_run(path).findings()``); reading a run takes up to a second per 10 MB, so runs
+larger than ``--findings-up-to`` MB are listed without them unless asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import VizdebugError
+from ..findings import SEVERITIES
+
+FINDINGS_UP_TO_MB = 64.0  # runs above this size are listed without their findings
+
+
+def add_parser(sub: Any) -> None:
+    ls = sub.add_parser("ls", help="list the stored runs in a folder (state, steps, size, "
+                                   "start, findings)")
+    ls.add_argument("dir", nargs="?", default=".", help="folder (default: the current one) "
+                                                        "or one run file")
+    ls.add_argument("-r", "--recursive", action="store_true", help="look in sub-folders too "
+                                                                   "(hidden ones skipped)")
+    ls.add_argument("--json", action="store_true", help="one JSON array on stdout")
+    ls.add_argument("--findings-up-to", type=float, default=FINDINGS_UP_TO_MB, metavar="MB",
+                    help="diagnose runs up to this size on disk (default %(default)g MB; "
+                         "larger ones are listed without findings)")
+    ls.add_argument("--no-findings", action="store_true", help="skip the diagnosis (fast)")
+
+
+def candidates(folder: Path, recursive: bool) -> Iterator[Path]:
+    """``*.sqlite`` files in ``folder`` (and its non-hidden sub-folders when
+    ``recursive``), in name order; symbolic links to folders are not followed."""
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if recursive and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(".sqlite"):
+                yield Path(root) / name
+
+
+def disk_size(path: Path) -> int:
+    """Bytes of the run file and SQLite's ``-wal``/``-shm`` beside it."""
+    total = 0
+    for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(OSError):
+            total += part.stat().st_size
+    return total
+
+
+def _started(created: Any) -> str | None:
+    if not isinstance(created, (int, float)) or isinstance(created, bool):
+        return None
+    try:
+        return _dt.datetime.fromtimestamp(created, _dt.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _findings(run: Any, size: int, up_to_mb: float | None) -> tuple[dict | None, str | None]:
+    """Counts of the run's findings by severity, or None and why they were not read."""
+    if up_to_mb is None:
+        return None, "not asked (--no-findings)"
+    if size > up_to_mb * 1e6:
+        return None, (f"{size / 1e6:.0f} MB is over --findings-up-to {up_to_mb:g}; "
+                      f"`vizdebug report {run.path}` reads it all")
+    try:
+        found = run.findings()
+    except VizdebugError as exc:
+        return None, str(exc)
+    return {s: sum(f.severity == s for f in found) for s in reversed(SEVERITIES)}, None
+
+
+def describe(path: Path, up_to_mb: float | None = FINDINGS_UP_TO_MB) -> dict[str, Any]:
+    """One row of the listing (plain JSON values); an unreadable file gets state
+    ``unreadable`` and the reason."""
+    from ..store.run import Run
+
+    size = disk_size(path)
+    row: dict[str, Any] = {"path": str(path), "state": "unreadable", "last_step": None,
+                           "size_bytes": size, "started": None, "rank": None,
+                           "findings": None, "note": None}
+    try:
+        run = Run(path)
+    except VizdebugError as exc:
+        row["note"] = str(exc)
+        return row
+    try:
+        row.update(state=run.state, last_step=run.last_step,
+                   started=_started(run.meta.get("created")), rank=run.meta.get("rank", 0))
+        row["findings"], row["note"] = _findings(run, size, up_to_mb)
+    finally:
+        run._probe.close()
+    return row
+
+
+def list_runs(folder: Path, *, recursive: bool = False,
+              up_to_mb: float | None = FINDINGS_UP_TO_MB) -> list[dict[str, Any]]:
+    """The rows of the runs under ``folder`` (or of the one run file ``folder``), oldest
+    first."""
+    from ..store.schema import is_run_file
+
+    paths = [folder] if folder.is_file() else list(candidates(folder, recursive))
+    rows = [describe(p, up_to_mb) for p in paths if is_run_file(p)]
+    return sorted(rows, key=lambda r: (r["started"] or "", r["path"]))
+
+
+def human_size(n: int) -> str:
+    """``1536`` -> ``'1.5 kB'`` (powers of 1000, as ``ls -h --si``)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover - the loop returns
+
+
+def _findings_text(counts: dict | None) -> str:
+    if counts is None:
+        return "-"
+    parts = [f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items() if n]
+    return ", ".join(parts) or "none"
+
+
+def _local(started: str | None) -> str:
+    if started is None:
+        return "?"
+    return _dt.datetime.fromisoformat(started).astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def table(rows: list[dict[str, Any]], base: Path) -> str:
+    """The rows as aligned text columns; paths relative to ``base`` where they can be."""
+    head = ("RUN", "STATE", "LAST STEP", "SIZE", "STARTED", "FINDINGS")
+    lines = [head]
+    for r in rows:
+        try:
+            name = os.path.relpath(r["path"], base)
+        except ValueError:
+            name = r["path"]
+        step = "-" if r["last_step"] is None or r["last_step"] < 0 else str(r["last_step"])
+        lines.append((name, r["state"], step, human_size(r["size_bytes"]), _local(r["started"]),
+                      _findings_text(r["findings"])))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = ["  ".join(c.rjust(w) if i in (2, 3) else c.ljust(w)
+                     for i, (c, w) in enumerate(zip(line, widths))).rstrip() for line in lines]
+    notes = [f"  {os.path.relpath(r['path'], base)}: {r['note']}" for r in rows if r["note"]
+             and r["note"] != "not asked (--no-findings)"]
+    return "\n".join(out + (["", "notes:", *notes] if notes else []))
+
+
+def main(args: argparse.Namespace) -> int:
+    """``vizdebug ls``: 0 when listed (even none), 2 when ``DIR`` is not there."""
+    folder = Path(args.dir).expanduser()
+    if not folder.exists():
+        print(f"vizdebug ls: no folder or file {str(folder)!r}", file=sys.stderr)
+        return 2
+    up_to = None if args.no_findings else args.findings_up_to
+    rows = list_runs(folder, recursive=args.recursive, up_to_mb=up_to)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    elif rows:
+        print(table(rows, folder if folder.is_dir() else folder.parent))
+    elif folder.is_file():
+        print(f"vizdebug ls: {str(folder)!r} is not a vizdebug run file", file=sys.stderr)
+        return 2
+    else:
+        deeper = "" if args.recursive else " (-r looks in sub-folders too)"
+        print(f"no vizdebug runs (*.sqlite written by vd.watch(model, store=...)) in "
+              f"{str(folder)!r}{deeper}")
+    return 0
