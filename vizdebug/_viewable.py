@@ -34,6 +34,23 @@ class Viewable:
         options.setdefault("live", self._live_by_default())
         return Dashboard.from_session(self, **options)
 
+    def embeddings(self, layer: str | None = None, **options: Any) -> Any:
+        """The tracked embeddings of ``layer`` (the first tracked by default) over training:
+        aligned layouts with an epoch slider (see
+        :func:`vizdebug.views.embedding_timeline.show_embedding_frames`; ``options`` go to
+        it, e.g. ``method=``).
+
+        Examples
+        --------
+        >>> session.embeddings()            # doctest: +SKIP
+        >>> vd.open_run(path).embeddings()  # doctest: +SKIP
+        """
+        from .views.embedding_timeline import show_embedding_frames
+
+        frames = self.embedding_frames(layer)  # type: ignore[attr-defined]
+        probe = self.embedding_probe(frames[0].layer)  # type: ignore[attr-defined]
+        return show_embedding_frames(frames, labels=probe.labels, images=probe.images, **options)
+
     def to_html(self) -> str:
         """The dashboard as it is now, as static HTML (used by ``vd.report``)."""
         from .views.dashboard import Dashboard

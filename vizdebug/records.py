@@ -231,6 +231,31 @@ class EmbeddingFrame:
     features: np.ndarray
 
 
+#: Bounds of tracked embeddings, for the collector, the store's writer and its reader:
+#: probe samples per layer, features per sample, a thumbnail's side in pixels.
+MAX_PROBE = 10_000
+MAX_EMBEDDING_DIM = 4096
+MAX_THUMB_SIDE = 32
+
+
+@dataclass(frozen=True)
+class EmbeddingProbe:
+    """The fixed probe set of one tracked layer, stored once beside its frames.
+
+    ``labels`` is one label per probe sample (numbers as an array, anything else as a list
+    of strings) or ``None``; ``images`` small ``uint8`` thumbnails, ``(n, h, w)`` or
+    ``(n, h, w, 3)``, or ``None``.
+
+    >>> EmbeddingProbe("fc1", 3, np.arange(3), None).n
+    3
+    """
+
+    layer: str
+    n: int
+    labels: Any
+    images: np.ndarray | None
+
+
 @dataclass
 class RunDelta:
     """What happened since the last write to a run store: plain records, no collector.
@@ -243,7 +268,9 @@ class RunDelta:
     newest captured batch as arrays (input first, then the target), already cut to size;
     empty when there is no new one. ``meta`` is written as run settings (the first delta
     of a run carries the start meta: vizdebug version, model class, module paths...);
-    ``failed`` the text of the exception that ended the run.
+    ``failed`` the text of the exception that ended the run. ``embeddings`` are the new
+    frames of tracked layers, ``probes`` the probe sets of layers tracked since the last
+    delta (each handed over once).
 
     >>> a = RunDelta(system=[(0.0, 1.0, 2.0, 3.0)], errors=[("x", "boom", 1)])
     >>> b = a.absorb(RunDelta(system=[(1.0, 1.0, 2.0, 3.0)], meta={"every": 2}))
@@ -261,6 +288,7 @@ class RunDelta:
     meta: dict[str, Any] = field(default_factory=dict)
     failed: str | None = None
     embeddings: list[EmbeddingFrame] = field(default_factory=list)
+    probes: list[EmbeddingProbe] = field(default_factory=list)
 
     def absorb(self, later: RunDelta) -> RunDelta:
         """This delta followed by ``later``, as one (a write that failed goes again with
@@ -274,4 +302,5 @@ class RunDelta:
             samples=[*self.samples, *later.samples], system=[*self.system, *later.system],
             events=newer("events"), errors=newer("errors"), loader=newer("loader"),
             batch=later.batch or self.batch, meta={**self.meta, **later.meta},
-            failed=newer("failed"), embeddings=[*self.embeddings, *later.embeddings])
+            failed=newer("failed"), embeddings=[*self.embeddings, *later.embeddings],
+            probes=[*self.probes, *later.probes])

@@ -47,6 +47,11 @@ class StepClock:
         self._others = 0  # steps of another owning optimizer since the clock's last one
         self._handle: Any = None
         self.marked = False  # the training loop says where steps begin (begin())
+        # called after each step the optimizer counts, from inside its step post-hook
+        self.after_optimizer_step: list[Callable[[], None]] = []
+        # while True, hook()/unhook() leave the global hook as it is: a listener pausing
+        # the session runs while torch iterates the global hooks (changing them then fails)
+        self.held = False
         self.hook()
 
     @property
@@ -59,12 +64,14 @@ class StepClock:
         """Listen to every optimizer's steps (the global hook holds this clock weakly)."""
         import torch.optim.optimizer as optim
 
-        if self._handle is None:
+        if self._handle is None and not self.held:
             self._handle = optim.register_optimizer_step_post_hook(_optimizer_hook(
                 weakref.ref(self)))
 
     def unhook(self) -> None:
         """Stop listening (harmless when called twice)."""
+        if self.held:
+            return
         handle, self._handle = self._handle, None
         if handle is not None:
             handle.remove()
@@ -105,6 +112,8 @@ class StepClock:
             self.on_optimizer()
         self._others = 0
         self._tick()
+        for listener in self.after_optimizer_step:
+            listener()
 
     def _owns(self, optimizer: Any) -> bool:
         owns = self._owners.get(optimizer)

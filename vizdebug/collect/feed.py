@@ -89,11 +89,12 @@ class StoreFeed:
             session.log_store.resolve()  # its points reach the store through the sink
         if not final:
             session.hooks.read_sealed()
+        frames, probes = session._take_embeddings()
         return RunDelta(samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
                         batch=self._batch(session, final),
-                        failed=session.failed)
+                        failed=session.failed, embeddings=frames, probes=probes)
 
     def _samples(self, session: Session) -> list[tuple[str, np.ndarray, np.ndarray]]:
         hooks, out = session.hooks, []

@@ -173,6 +173,8 @@ class LoaderTap:
         self._flush_lock = threading.Lock()
         self._loader_ref: weakref.ref | None = None
         self._original_class: type | None = None
+        self.passes = 0  # passes that ran to their end (epochs)
+        self.on_pass_end: Callable[[], None] | None = None  # called after each (epochs)
 
     # -- attaching to a DataLoader --------------------------------------------------------
     def attach(self, loader: Any) -> LoaderTap:
@@ -236,6 +238,15 @@ class LoaderTap:
             self.total_compute += seconds
         except Exception as exc:
             self.on_error("the loader tap", exc)
+
+    def pass_ended(self) -> None:
+        """A pass over the loader ran to its end: an epoch (never raises)."""
+        self.passes += 1
+        if self.on_pass_end is not None:
+            try:
+                self.on_pass_end()
+            except Exception as exc:
+                self.on_error("the embedding tracker", exc)
 
     def _describe(self, batch: Any) -> None:
         x = split_batch(batch).input
@@ -306,6 +317,7 @@ class TappedIterator:
             # (full-batch training) looked as if it only ever waited for data
             if self._last is not None and not (self._tap.closed or self._tap.paused):
                 self._tap.record_compute(start - self._last)
+                self._tap.pass_ended()
             self._last = None
             raise
         end = clock()

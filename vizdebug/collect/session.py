@@ -29,6 +29,7 @@ from ..findings import Finding, Findings
 from ..records import BATCH_FIELDS, TrainingRecords
 from ..store.writer import RunWriter, store_path
 from .anomaly import AnomalyPolicy, check_on_anomaly
+from .embeddings import EmbeddingTracking
 from .feed import StoreFeed
 from .hooks import ModelHooks
 from .loader import LoaderTap, tap_iterable
@@ -55,7 +56,7 @@ def _check_model(model: object) -> None:
         )
 
 
-class Session(Viewable):
+class Session(Viewable, EmbeddingTracking):
     """A watched training run. Build one with :func:`watch`.
 
     Examples
@@ -126,6 +127,8 @@ class Session(Viewable):
         >>> session.log(val_loss=0.3, val_acc=0.91)  # doctest: +SKIP
         """
         self.log_store.log(step, **metrics)
+        if "epoch" in metrics and "_trackers" in self.__dict__:
+            self._on_epoch_end()  # an epoch ended (tracked embeddings)
         if self._dashboards:
             self.last_log_at = now = time.monotonic()
             if now >= self._views_due:
@@ -270,6 +273,7 @@ class Session(Viewable):
         if self.closed:
             return
         self.hooks.flush()
+        self._final_embeddings()
         self._stop_collectors()
         self.closed = True
         if self.store is not None:

@@ -34,6 +34,7 @@ from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
 from ..records import TrainingRecords
 from .claim import LockProbe
+from .embeddings import StoredEmbeddings
 from .reader import RunReader, loader_record
 from .sanitize import MAX_WORLD, clean_errors, clean_events, clean_loader, clean_meta, fill_names
 from .schema import (
@@ -84,7 +85,7 @@ class _SystemArray:
         return self._array
 
 
-class Run(Viewable):
+class Run(Viewable, StoredEmbeddings):
     """A stored run. Build it with :func:`open_run`.
 
     Examples
@@ -214,8 +215,9 @@ class Run(Viewable):
             if self._records is None or key != self._cache_key:
                 created = self.meta.get("created")
                 if created != self._created:  # a new run replaced the file (a re-run cell)
+                    if self._created is not None:  # (the first read keeps what was noted)
+                        self.damage = {}
                     self._reader, self._created = RunReader(), created
-                    self.damage = {}
                 self._records = self._load()
                 self._cache_key = key
             return self._records

@@ -18,6 +18,13 @@ Tables
 ``blobs(name, kind, data)``
     Snapshots that are replaced as they change: anomaly events and collector errors
     (JSON), the loader's timing and batch statistics (``.npy``), captured batches.
+``embeddings(layer, step, epoch, n, dim, data)``
+    Tracked embeddings (format version 2): one row per frame, ``data`` the ``n x dim``
+    little-endian float32 values (raw bytes, exactly ``n * dim * 4`` of them).
+``embedding_probes(layer, n, labels, labels_kind, images)``
+    The probe set of each tracked layer, once: labels as ``.npy`` (numbers) or JSON (text),
+    ``uint8`` thumbnails as ``.npy``. A version 1 file has neither table: it has no
+    tracked embeddings and opens as before.
 
 Arrays are stored as ``.npy`` bytes written and read with ``allow_pickle=False``; other
 values as JSON. Nothing in a run file is ever unpickled, so opening a run from someone else
@@ -43,7 +50,7 @@ from numpy.lib import format as npformat
 from ..errors import VizdebugError
 
 FORMAT = "vizdebug-run"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tracked embeddings (two tables; version 1 files still open)
 MAX_NPY_HEADER = 10_000  # bytes of a .npy header (numpy's own default limit)
 MAX_NPY_DIMS = 8
 
@@ -59,6 +66,12 @@ CREATE TABLE IF NOT EXISTS system (time REAL NOT NULL, cpu_percent REAL, rss_mb 
                                    gpu_mb REAL);
 CREATE TABLE IF NOT EXISTS blobs (name TEXT PRIMARY KEY, kind TEXT NOT NULL,
                                   data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS embeddings (layer TEXT NOT NULL, step INTEGER NOT NULL,
+                                       epoch INTEGER, n INTEGER NOT NULL,
+                                       dim INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS embeddings_layer ON embeddings (layer, step);
+CREATE TABLE IF NOT EXISTS embedding_probes (layer TEXT PRIMARY KEY, n INTEGER NOT NULL,
+                                             labels BLOB, labels_kind TEXT, images BLOB);
 """
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from ..errors import VizdebugError
 from ..records import RunDelta, ScalarChunk
 from .claim import claim, release, store_path
+from .embeddings import write_embeddings
 from .registry import OPEN, finish_later, supersede
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
@@ -136,6 +137,7 @@ class RunWriter:
         delta = self._unwritten
         rows = sum(int(steps.size) for _, steps, _ in delta.samples)
         text = f"{points} logged points, {rows} sampled rows, {len(delta.system)} system samples"
+        text += f", {len(delta.embeddings)} embedding frames" if delta.embeddings else ""
         return text + (", a captured batch" if delta.batch else "")
 
     # -- meta -----------------------------------------------------------------------------------
@@ -207,6 +209,7 @@ class RunWriter:
                          "VALUES (?, ?, ?, ?)", delta.system)
         self._write_snapshots(conn, delta)
         slot = self._write_batch(conn, delta.batch)
+        write_embeddings(conn, delta.embeddings, delta.probes)
         meta = {**delta.meta, "heartbeat": time.time(), "ticks": self.ticks + 1,
                 "dropped_points": self.dropped}
         if delta.failed:
