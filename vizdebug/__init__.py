@@ -19,6 +19,7 @@ from .reproducibility import environment, set_seed
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
 from .views.drift import DriftView, compare_distributions
+from .views.embedding_timeline import EmbeddingTimelineView, show_embedding_frames
 from .views.embeddings import EmbeddingView, show_embeddings
 from .views.predictions import PredictionView, show_predictions
 from .views.top_losses import show_top_losses
@@ -27,6 +28,7 @@ __all__ = [
     "AnomalyError",
     "BatchView",
     "DriftView",
+    "EmbeddingTimelineView",
     "EmbeddingView",
     "Finding",
     "Findings",
@@ -45,6 +47,7 @@ __all__ = [
     "report",
     "set_seed",
     "show_batch",
+    "show_embedding_frames",
     "show_embeddings",
     "show_predictions",
     "show_top_losses",

@@ -48,6 +48,7 @@ from .embeddings_data import (
     point_colours,
     quality_html,
     scatter_png,
+    selected_grid,
     take,
     thumbnails,
 )
@@ -163,17 +164,12 @@ class EmbeddingView(View):
     def show_selected(self, n: int | None = None) -> Any:
         """The selected points' images (with their labels) as a :func:`show_batch` grid."""
         from ..errors import VizdebugError
-        from .batch import show_batch
 
         if self.images is None or not self._selected:
             raise VizdebugError("nothing to show: " + ("pass images= to show_embeddings"
-                                if self.images is None else "select points first (lasso)"))
+                                if self.images is None else "select points first (box or lasso)"))
         where = np.searchsorted(self.features.rows, self._selected)
-        images = take(self.images, where, -1)
-        layout = "NHW" if len(getattr(images, "shape", ())) == 3 else "auto"
-        codes = self.classes.labels
-        source = images if codes is None else (images, codes[where].tolist())
-        return show_batch(source, n, classes=self.classes.names or None, layout=layout)
+        return selected_grid(self.images, where, self.classes, n)
 
     def _work(self) -> None:
         try:

@@ -77,11 +77,13 @@ function vdControls(model, d) {
   }
   pick.value = model.get("color_by");
   const lasso = vdEl("button", "vd-emb-lasso", "lasso select");
+  const box = vdEl("button", "vd-emb-box", "box select");
+  box.title = lasso.title = "or shift-drag in the plot (a box unless the lasso is on)";
   const clear = vdEl("button", "vd-emb-clear", "clear selection");
   const suspects = vdEl("button", "vd-emb-suspects");
   const status = vdEl("span", "vd-emb-status");
-  bar.append(vdEl("span", "", "colour by "), pick, lasso, clear, suspects, status);
-  return { bar, pick, lasso, clear, suspects, status };
+  bar.append(vdEl("span", "", "colour by "), pick, box, lasso, clear, suspects, status);
+  return { bar, pick, lasso, box, clear, suspects, status };
 }
 
 function vdTooltipText(d, i) {
@@ -212,6 +214,7 @@ function render({ model, el }) {
       return;
     }
     try { s.plot = vdCreatePlot(ui.canvas, s.d.x.length); } catch (err) { vdNoWebGL(model, el, ui, err); return; }
+    s.plot.set({ lassoType: "rectangle" });  // shift-drag draws a box
     el.__vdPlot = s.plot;  // for tests and debugging in the console
     s.plot.subscribe("pointOver", (i) => vdShowTip(ui.tip, s.d, model.get("thumbs"), i, s.mouse));
     s.plot.subscribe("pointOut", () => { ui.tip.style.display = "none"; });
@@ -225,6 +228,20 @@ function render({ model, el }) {
   return () => { clearInterval(s.timer); if (s.plot) s.plot.destroy(); };
 }
 
+// Box and lasso: a button makes a plain drag select with that shape; off again, a plain
+// drag pans and a shift-drag draws a box.
+function vdSelectTools(ui, s) {
+  const tools = [[ui.box, "rectangle"], [ui.lasso, "freeform"]];
+  for (const [button, shape] of tools) {
+    button.addEventListener("click", () => {
+      if (!s.plot) return;
+      const on = !button.classList.contains("vd-on");
+      for (const [other] of tools) other.classList.toggle("vd-on", on && other === button);
+      s.plot.set({ mouseMode: on ? "lasso" : "panZoom", lassoType: on ? shape : "rectangle" });
+    });
+  }
+}
+
 function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
   const status = () => vdStatus(model, ui.status, t0);
   const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
@@ -233,12 +250,7 @@ function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
     s.mouse = [e.clientX - r.left, e.clientY - r.top];
   });
   ui.pick.addEventListener("change", () => { model.set("color_by", ui.pick.value); model.save_changes(); recolour(); });
-  ui.lasso.addEventListener("click", () => {
-    if (!s.plot) return;
-    const on = s.plot.get("mouseMode") !== "lasso";
-    s.plot.set({ mouseMode: on ? "lasso" : "panZoom" });
-    ui.lasso.classList.toggle("vd-on", on);
-  });
+  vdSelectTools(ui, s);
   ui.clear.addEventListener("click", () => s.plot && s.plot.deselect());
   const suspects = () => {
     const n = model.get("suspects").length;

@@ -1,0 +1,358 @@
+"""``show_embedding_frames``: one layer's representation across training, with an epoch
+slider that moves in the browser.
+
+Every frame's PCA layout is turned onto the previous one (Procrustes) and drawn at once;
+a background thread measures each frame (kNN accuracy of the labels: the separability
+curve; effective rank and spread: ``representation-collapse``), finds label noise and
+class overlap on the last frame, then refines every frame with t-SNE or UMAP initialised
+from the previous frame's layout (see :mod:`vizdebug.analysis.embedding_align`) and swaps
+the refined layouts in together. All frames' layouts go to the browser once as float32
+buffers: the slider, hover, colouring and box / lasso selection need no kernel.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ..analysis.embedding_align import (
+    aligned_previews,
+    effective_rank,
+    follow_layout,
+    in_box,
+    layout_trust,
+    spread,
+)
+from ..analysis.embedding_frames import Timeline, collapse_finding, frame_name, read_frames
+from ..analysis.embeddings import choose_method, per_point
+from ..analysis.embeddings_findings import feature_geometry, geometry_findings
+from ..errors import VizdebugError
+from ..findings import Findings, findings_html
+from ._base import View, live_esm
+from .embeddings import _VENDOR, NAMES, EmbeddingView, _asset
+from .embeddings_data import (
+    check_images,
+    class_codes,
+    curve_svg,
+    f32,
+    i32,
+    legend_html,
+    point_colours,
+    scatter_png,
+    selected_grid,
+    take,
+    thumbnails,
+)
+
+
+class EmbeddingTimelineView(View):
+    """A layer's representation at several points of training, aligned frame to frame.
+
+    Build it with :func:`show_embedding_frames`. ``layouts`` holds one ``n x 2`` float32
+    array per frame (in [-1, 1], one scale for all), ``curve`` the per-frame figures.
+    """
+
+    title = "vizdebug embedding timeline"
+    _ipython_display_ = EmbeddingView._ipython_display_
+    _refresh_static = EmbeddingView._refresh_static
+
+    def __init__(self, timeline: Timeline, *, labels: np.ndarray | None = None,
+                 images: Any = None, method: str = "pca",
+                 params: dict[str, Any] | None = None) -> None:
+        self.timeline = timeline
+        self.labels = labels
+        self.images = images
+        self.method = method
+        self.params = dict(params or {})
+        self.classes = class_codes(labels, None)
+        self.layouts = in_box(aligned_previews(timeline.values))
+        self.layout_name = "PCA preview" if method != "pca" else "PCA"
+        self.curve: dict[str, list[float | None]] = {"knn": [], "trust": [], "rank": [],
+                                                     "spread": []}
+        self.notes = list(timeline.notes)
+        self.thumbs: list[str] = []
+        self.stage, self.error = "starting", ""
+        self._findings = Findings()
+        self._suspects: list[int] = []
+        self._analysed, self._done = threading.Event(), threading.Event()
+        self._running = True
+        self._sync = threading.Lock()
+        self._display: Any = None
+        self._fallback_id = ""
+        self._selected: list[int] = []
+
+    def start(self) -> EmbeddingTimelineView:
+        """Start the background thread (figures per frame, findings, refined layouts)."""
+        threading.Thread(target=self._work, name="vizdebug-embedding-frames",
+                         daemon=True).start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> EmbeddingTimelineView:
+        """Block until the refined layouts and every figure are in (or ``timeout`` passes)."""
+        self._done.wait(timeout)
+        self._refresh_static()
+        return self
+
+    @property
+    def done(self) -> bool:
+        """True once the background work has finished (or failed: see ``error``)."""
+        return self._done.is_set()
+
+    @property
+    def steps(self) -> list[int]:
+        """The optimizer step of each frame, in order."""
+        return list(self.timeline.steps)
+
+    @property
+    def findings(self) -> Findings:
+        """``representation-collapse`` over the frames; ``label-noise-suspects`` and
+        ``class-overlap`` on the last frame (waits for the figures)."""
+        self._analysed.wait()
+        return self._findings
+
+    @property
+    def selected(self) -> list[int]:
+        """Probe indices of the points selected in the browser (box or lasso)."""
+        return list(self._selected)
+
+    def show_selected(self, n: int | None = None) -> Any:
+        """The selected probe samples' images (with labels) as a :func:`show_batch` grid."""
+        if self.images is None or not self._selected:
+            raise VizdebugError("nothing to show: " + (
+                "pass images= to show_embedding_frames" if self.images is None
+                else "select points first (shift-drag a box, or the lasso)"))
+        where = np.searchsorted(self.timeline.rows, self._selected)
+        return selected_grid(self.images, where, self.classes, n)
+
+    def _work(self) -> None:
+        try:
+            self._measure()
+            if self.method != "pca":
+                self._refine()
+            self._trust()
+        except Exception as exc:  # shown in the view; the previews stay
+            self.error = f"{self.stage or 'refinement'} failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._analysed.set()
+            self.stage, self._running = "", False
+            self._push()
+            self._refresh_static()
+            self._done.set()
+
+    def _measure(self) -> None:
+        if self.images is not None:
+            self._set_stage("making thumbnails")
+            try:
+                self.thumbs, why = thumbnails(self.images, len(self.timeline.rows))
+            except Exception as exc:  # the picture matters more than its thumbnails
+                why = f"no thumbnails: {exc}"
+            self.notes += [why] if why else []
+        values, geo = self.timeline.values, None
+        for i, x in enumerate(values):
+            self._set_stage(f"measuring frame {i + 1} of {len(values)}")
+            geo = feature_geometry(x, self.labels)
+            self.curve["knn"].append(geo.knn_features)
+            self.curve["rank"].append(effective_rank(x))
+            self.curve["spread"].append(spread(x))
+        self._find(geo)
+
+    def _find(self, geo: Any) -> None:
+        found = list(geometry_findings(geo, self.timeline.rows))
+        if not geo.collapsed:
+            collapse = collapse_finding(self.timeline, self.curve["rank"], self.curve["spread"],
+                                        len(self.classes.names), self.curve["knn"][-1])
+            found += [collapse] if collapse else []
+        self._findings = Findings(found)
+        if geo.suspects is not None:
+            self._suspects = geo.sample[geo.suspects.positions].tolist()
+        self._analysed.set()
+        self._push()
+
+    def _refine(self) -> None:
+        name, refined, previous = NAMES[self.method], [], None
+        for i, x in enumerate(self.timeline.values):
+            what = f"{name} of frame {i + 1} of {len(self.timeline.values)}"
+            self._set_stage(f"fitting {what}" + (" (from the previous frame)" if i else ""))
+            previous = follow_layout(x, previous, self.method, self.params,
+                                     stage=lambda _msg: None)
+            refined.append(previous)
+        self.layouts, self.layout_name = in_box(refined), name
+        self._push()
+
+    def _trust(self) -> None:
+        """Trustworthiness of each frame's picture, after the pictures are in place."""
+        if len(self.timeline.rows) < 5:
+            return
+        self._set_stage("measuring the pictures")
+        self.curve["trust"] = [layout_trust(x, layout) for x, layout in
+                               zip(self.timeline.values, self.layouts)]
+
+    def _set_stage(self, text: str) -> None:
+        self.stage = text
+        self._push()
+
+    def _push(self) -> None:
+        with self._sync:
+            if self._widget is not None:
+                self._send(self._widget)
+
+    def _send(self, w: Any) -> None:
+        with w.hold_sync():
+            if len(w.xs) != 4 * len(self.layouts) * len(self.timeline.rows) or (
+                    w.layout_name != self.layout_name):
+                w.xs, w.ys = self._coordinates()
+            w.layout_name = self.layout_name
+            w.stage, w.error, w.busy = self.stage, self.error, self._running
+            w.info_html = self._info_html()
+            w.curve = self._curve_lists()
+            if len(w.thumbs) != len(self.thumbs):
+                w.thumbs = list(self.thumbs)
+            w.suspects = list(self._suspects)
+
+    def _coordinates(self) -> tuple[bytes, bytes]:
+        stacked = np.concatenate(self.layouts) if self.layouts else np.zeros((0, 2))
+        return f32(stacked[:, 0]), f32(stacked[:, 1])
+
+    def _curve_lists(self) -> dict[str, list[float | None]]:
+        def clean(values: list) -> list[float | None]:
+            return [None if v is None or v != v else round(float(v), 4) for v in values]
+
+        return {"kNN accuracy": clean(self.curve["knn"]),
+                "trustworthiness": clean(self.curve["trust"])}
+
+    def _build_widget(self) -> Any:
+        with self._sync:  # the worker's pushes wait until the widget is in place
+            self._widget = self._new_widget()
+            return self._widget
+
+    def _new_widget(self) -> Any:
+        t, c = self.timeline, self.classes
+        xs, ys = self._coordinates()
+        widget = _widget_class()(
+            xs=xs, ys=ys, n_points=len(t.rows), steps=list(t.steps),
+            epochs=[-1 if e is None else int(e) for e in t.epochs], layer=t.layer,
+            frame=len(t.steps) - 1, rows=t.rows.astype("<i4").tobytes(),
+            class_names=c.names, labels=i32(c.labels), thumbs=list(self.thumbs),
+            layout_name=self.layout_name, stage=self.stage, error=self.error,
+            busy=self._running, info_html=self._info_html(), curve=self._curve_lists(),
+            color_by="label" if c.labels is not None else "none",
+            suspects=list(self._suspects))
+        widget.observe(self._on_selection, names="selected")
+        return widget
+
+    def _on_selection(self, change: dict) -> None:
+        rows = self.timeline.rows
+        self._selected = rows[[p for p in change["new"] if 0 <= p < len(rows)]].tolist()
+
+    def _info_html(self) -> str:
+        t = self.timeline
+        head = (f"<b>layer {html.escape(t.layer)}</b> &middot; {len(t.rows):,} probe points "
+                f"&middot; {len(t.steps)} frames &middot; layout: "
+                f"{html.escape(self.layout_name)}")
+        notes = "".join(f'<div class="vd-note">{html.escape(n)}</div>' for n in self.notes)
+        error = (f'<div class="vd-note" style="color:#c62828">{html.escape(self.error)}</div>'
+                 if self.error else "")
+        found = (findings_html(self._findings, empty="No problems found in the geometry.")
+                 if self._analysed.is_set() else '<div class="vd-note">findings: working…</div>')
+        return f'<div class="vd-emb-info">{head}{notes}{error}{found}</div>'
+
+    def _static_html(self) -> str:
+        t, last = self.timeline, len(self.layouts) - 1
+        colours = point_colours(self.classes, None, len(t.rows))
+        picture = scatter_png(self.layouts[last], colours)
+        status = "" if not self._running else (
+            f'<div class="vd-note">refining with {NAMES.get(self.method)} '
+            "(this picture is the PCA preview)</div>")
+        return (f'<div class="vd-emb-static" style="display:flex;gap:16px;flex-wrap:wrap">'
+                f'<div><div class="vd-note">last frame: '
+                f"{html.escape(frame_name(t.steps[last], t.epochs[last]))}</div>"
+                f'<img src="{picture}" width="420" height="420" alt="embedding, last frame" '
+                f'style="border:1px solid #ddd">{legend_html(self.classes)}{status}</div>'
+                f'<div style="max-width:520px">{curve_svg(self._curve_lists(), last)}'
+                f"{self._info_html()}</div></div>")
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else f"working: {self.stage}"
+        return (f"EmbeddingTimelineView(layer {self.timeline.layer!r}, {len(self.layouts)} "
+                f"frames x {len(self.timeline.rows)} points, {self.layout_name}, {state}, "
+                f"findings: {', '.join(self._findings.codes) or 'none'})")
+
+
+@lru_cache(maxsize=1)
+def _widget_class() -> type:
+    import anywidget
+    import traitlets
+
+    widget_js = _asset("embeddings_widget.js").replace("export default { render };", "")
+
+    class EmbeddingTimelineWidget(anywidget.AnyWidget):
+        _esm = live_esm("\n".join([_asset(_VENDOR), widget_js,
+                                   _asset("embedding_timeline.js")]))
+        _css = _asset("embeddings.css")
+        xs = traitlets.Bytes(b"").tag(sync=True)
+        ys = traitlets.Bytes(b"").tag(sync=True)
+        n_points = traitlets.Int(0).tag(sync=True)
+        steps = traitlets.List(traitlets.Int()).tag(sync=True)
+        epochs = traitlets.List(traitlets.Int()).tag(sync=True)
+        layer = traitlets.Unicode("").tag(sync=True)
+        frame = traitlets.Int(0).tag(sync=True)
+        rows = traitlets.Bytes(b"").tag(sync=True)
+        labels = traitlets.Bytes(b"").tag(sync=True)
+        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        curve = traitlets.Dict().tag(sync=True)
+        layout_name = traitlets.Unicode("").tag(sync=True)
+        stage = traitlets.Unicode("").tag(sync=True)
+        error = traitlets.Unicode("").tag(sync=True)
+        busy = traitlets.Bool(False).tag(sync=True)
+        info_html = traitlets.Unicode("").tag(sync=True)
+        color_by = traitlets.Unicode("label").tag(sync=True)
+        selected = traitlets.List(traitlets.Int()).tag(sync=True)
+        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)
+
+    return EmbeddingTimelineWidget
+
+
+def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None,
+                          method: str = "auto", **params: Any) -> EmbeddingTimelineView:
+    """Show one layer's :class:`~vizdebug.records.EmbeddingFrame` list as points that move
+    from frame to frame, with an epoch slider, a separability curve and findings.
+
+    Parameters
+    ----------
+    frames
+        ``EmbeddingFrame`` s of one layer on one probe set (any order: shown by step).
+    labels
+        One class per probe sample (colours, the kNN curve, label-noise suspects).
+    images
+        The probe inputs (``N x H x W`` or ``N x C x H x W``), shown as thumbnails on hover.
+    method
+        ``"auto"`` (t-SNE up to 5,000 points, UMAP above), ``"pca"``, ``"tsne"``, ``"umap"``.
+    **params
+        Passed to ``sklearn.manifold.TSNE`` or ``umap.UMAP``.
+
+    Examples
+    --------
+    >>> from vizdebug.records import EmbeddingFrame
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(60, 8)).astype(np.float32)
+    >>> frames = [EmbeddingFrame("fc", s, s, x * (1 + s)) for s in range(3)]
+    >>> view = show_embedding_frames(frames, labels=np.arange(60) % 3, method="pca").wait()
+    >>> len(view.layouts), view.layouts[0].shape, len(view.curve["knn"])
+    (3, (60, 2), 3)
+    """
+    timeline = read_frames(frames)
+    n = timeline.n_probe
+    given = per_point(labels, n, "labels")
+    check_images(images, n)
+    chosen = choose_method(method, len(timeline.rows))
+    kept = timeline.rows
+    view = EmbeddingTimelineView(
+        timeline, labels=None if given is None else given[kept],
+        images=take(images, kept, n), method=chosen, params=params)
+    return view.start()
