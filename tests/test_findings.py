@@ -38,3 +38,56 @@ def test_round_trip_dict_and_empty_repr():
     assert Finding.from_dict(f.to_dict()) == f
     assert "nothing to report" in repr(Findings())
     assert "nothing looks wrong" in Findings()._repr_html_()
+
+
+def test_evidence_target_samples_with_thumbnails_from_a_real_check():
+    import numpy as np
+
+    from vizdebug import check_batch
+    from vizdebug.findings import evidence_target
+
+    x = np.random.default_rng(0).random((6, 1, 8, 8)).astype(np.float32)
+    x[[1, 4]] = 0.5  # blank
+    (blank,) = [f for f in check_batch(x) if f.code == "blank-images"]
+    assert evidence_target(blank) == {"kind": "samples", "name": None, "indices": [1, 4]}
+    thumbs = blank.evidence["thumbnails"]
+    assert len(thumbs) == 2 and all(t.startswith("data:image/png;base64,") for t in thumbs)
+    html = Findings([blank]).to_html()
+    assert html.count('<img src="data:image/png;base64,') == 2
+    assert 'data-kind="samples"' in html and 'data-indices="1,4"' in html
+
+
+def test_evidence_target_layer_metric_feature_and_nothing():
+    from vizdebug.errors import VizdebugTypeError
+    from vizdebug.findings import evidence_target
+
+    grad = Finding("vanishing-gradients", "warning", "m", where="0.weight", evidence={"ratio": 1e-5})
+    assert evidence_target(grad) == {"kind": "layer", "name": "0.weight", "indices": []}
+    hook = Finding("input-none", "error", "m", where="fc", evidence={"step": 3, "class": "Linear"})
+    assert evidence_target(hook)["kind"] == "layer"  # a module saw None: not samples
+    loss = Finding("exploding-gradients", "error", "m", where="loss",
+                   evidence={"first_step": 4, "target": "metric"})
+    assert evidence_target(loss) == {"kind": "metric", "name": "loss", "indices": []}
+    leak = Finding("split-target-leak", "warning", "m", where="id, x",
+                   evidence={"features": ["id", "x"], "scores": [1.0, 0.99]})
+    assert evidence_target(leak) == {"kind": "feature", "name": "id", "indices": []}
+    batches = Finding("input-nonfinite", "error", "m", where="batch 7", evidence={"batches": [7, 9]})
+    assert evidence_target(batches) == {"kind": "samples", "name": "batches", "indices": [7, 9]}
+    assert evidence_target(Finding("layout-channels-last", "warning", "m")) is None
+    assert evidence_target(Finding("dead-units", "warning", "m")) is None  # no place named
+    with pytest.raises(VizdebugTypeError, match="takes a Finding, got dict"):
+        evidence_target({"code": "dead-units"})
+
+
+def test_evidence_html_sparkline_escaped_and_only_image_uris():
+    from vizdebug.findings import evidence_series
+
+    evil = '"><script>alert(1)</script>'
+    series = evidence_series(evil, list(range(200)), [float(i % 7) for i in range(200)])
+    assert len(series["values"]) == 64 and series["steps"][-1] == 199
+    f = Finding("dead-units", "warning", "m", where=evil,
+                evidence={"series": series, "thumbnails": ["javascript:alert(1)"]})
+    html = Findings([f]).to_html()
+    assert "<script" not in html and "javascript:" not in html
+    assert html.count("<polyline") == 1 and "&lt;script&gt;" in html
+    assert 'class="vd-thumbnails"' not in html

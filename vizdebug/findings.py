@@ -63,6 +63,30 @@ CODES: dict[str, str] = {
 
 _COLOURS = {"error": "#c62828", "warning": "#b26a00", "info": "#1565c0"}
 
+TargetKind = Literal["layer", "metric", "feature", "samples"]
+# What each code points at when its evidence does not say (``evidence["target"]``) and it
+# lists no sample indices. Codes absent here (a channels-last layout, a collector error, a
+# loss call) point at nothing that a view could open.
+_TARGET_KIND: dict[str, str] = {
+    **dict.fromkeys(("input-none", "input-nonfinite", "blank-images", "saturated-images",
+                     "dataset-error", "shape-inconsistent", "label-noise-suspects",
+                     "split-duplicates"), "samples"),
+    **dict.fromkeys(("nonfinite-activation", "exploding-gradients", "vanishing-gradients",
+                     "dead-units", "zero-gradients", "parameters-not-updated",
+                     "missing-zero-grad", "train-eval-mode"), "layer"),
+    **dict.fromkeys(("nonfinite-loss", "overfitting", "underfitting", "unstable-loss",
+                     "lr-schedule-collapse", "misleading-accuracy"), "metric"),
+    **dict.fromkeys(("feature-drift", "split-preprocessing-leak", "split-target-leak",
+                     "input-not-normalized"), "feature"),
+}
+# evidence keys that list positions of samples (rows of a table, items of a batch or
+# dataset, test items of a split), and ``batches``: numbers of the loader's batches
+_SAMPLE_KEYS = ("indices", "test_indices", "rows", "batches")
+# evidence keys that list feature (column) names, the first of which names the target
+_FEATURE_KEYS = ("features", "drifted", "columns")
+SERIES_POINTS = 64  # a sparkline's points at most (evidence stays small in stored runs)
+THUMBNAILS = 8  # flagged images a finding carries as thumbnails at most
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -188,8 +212,79 @@ def fmt_indices(idx: Sequence[int], limit: int = 12) -> str:
     return shown + (f", ... ({len(idx)} in all)" if len(idx) > limit else "")
 
 
+def evidence_target(finding: Finding) -> dict[str, Any] | None:
+    """What a finding points at, for a view to open: ``{'kind', 'name', 'indices'}``.
+
+    ``kind`` is ``'samples'`` (``indices`` are positions in the checked batch, dataset or
+    test split; ``name`` is ``'target'`` when the targets are flagged, ``'test'`` for
+    items of a split's test side, ``'batches'`` when the indices number the loader's
+    batches, else ``None``), ``'layer'`` (``name`` is the
+    module path, or for a gradient finding the parameter path, whose module is the part
+    before its last dot), ``'metric'`` (a logged series, e.g. ``'val_loss'``) or
+    ``'feature'`` (a column). ``None`` when the finding points at nothing a view shows.
+
+    Examples
+    --------
+    >>> evidence_target(Finding("blank-images", "warning", "m", "3", {"indices": [3]}))
+    {'kind': 'samples', 'name': None, 'indices': [3]}
+    >>> evidence_target(Finding("dead-units", "warning", "m", where="features.2"))
+    {'kind': 'layer', 'name': 'features.2', 'indices': []}
+    """
+    if not isinstance(finding, Finding):
+        from .errors import VizdebugTypeError
+
+        raise VizdebugTypeError(
+            f"evidence_target() takes a Finding, got {type(finding).__name__}; pass one "
+            "item of a Findings list (e.g. session.findings()[0])")
+    ev = finding.evidence or {}
+    for key in _SAMPLE_KEYS:
+        indices = _int_list(ev.get(key))
+        if indices:
+            name = {"batches": "batches", "test_indices": "test"}.get(key, ev.get("part"))
+            return {"kind": "samples", "name": name if isinstance(name, str) else None,
+                    "indices": indices}
+    kind = ev.get("target") if ev.get("target") in ("layer", "metric", "feature") else None
+    kind = kind or _TARGET_KIND.get(finding.code)
+    if kind == "samples":  # a sample-kind code that named a module (a hook saw it)
+        kind = "layer" if finding.where else None
+    name = finding.where
+    if kind == "feature":
+        listed = next((ev[k] for k in _FEATURE_KEYS if isinstance(ev.get(k), list) and ev[k]),
+                      None)
+        name = str(listed[0]) if listed else name
+    if kind is None or not name:
+        return None
+    return {"kind": kind, "name": name, "indices": []}
+
+
+def _int_list(value: Any) -> list[int]:
+    if not isinstance(value, (list, tuple)):
+        return []
+    try:
+        return [int(v) for v in value]
+    except (TypeError, ValueError):
+        return []
+
+
+def evidence_series(stat: str, steps: Sequence[int], values: Sequence[float]) -> dict[str, Any]:
+    """A recorded statistic for a finding's sparkline, thinned to ``SERIES_POINTS`` points
+    (non-finite values become ``None``, so it stays JSON).
+
+    >>> evidence_series("dead share", [0, 10, 20], [0.1, 0.5, float("nan")])["values"]
+    [0.1, 0.5, None]
+    """
+    n = min(len(steps), len(values))
+    keep = range(n) if n <= SERIES_POINTS else sorted(
+        {round(i * (n - 1) / (SERIES_POINTS - 1)) for i in range(SERIES_POINTS)})
+    vals = [float(values[i]) for i in keep]
+    return {"stat": stat, "steps": [int(steps[i]) for i in keep],
+            "values": [v if v == v and abs(v) != float("inf") else None for v in vals]}
+
+
 def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothing looks wrong.") -> str:
-    """Findings as an HTML list; every user-derived string is escaped."""
+    """Findings as an HTML list, each with what it points at (the flagged samples and their
+    thumbnails, the layer and its recorded statistic, the feature, the metric); every
+    user-derived string is escaped."""
     findings = list(findings)
     if not findings:
         return f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; {html.escape(empty)}</div>'
@@ -206,6 +301,63 @@ def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothin
             f'style="margin:0.25em 0;list-style:none">'
             f'<span style="background:{colour};color:#fff;border-radius:3px;padding:0 0.4em;'
             f'font-size:0.85em">{f.severity}</span> '
-            f'<code>{html.escape(f.code)}</code>{where}: {html.escape(f.message)}{hint}</li>'
+            f'<code>{html.escape(f.code)}</code>{where}: {html.escape(f.message)}{hint}'
+            f'{_evidence_html(f)}</li>'
         )
     return f'<ul class="vd-findings" style="padding-left:0;font-family:sans-serif;font-size:13px">{"".join(rows)}</ul>'
+
+
+def _evidence_html(f: Finding) -> str:
+    """One line under the finding: what it points at, with a sparkline or thumbnails."""
+    target = evidence_target(f)
+    series = _sparkline(f.evidence.get("series"))
+    thumbs = _thumbnails(f.evidence.get("thumbnails"))
+    if target is None and not series and not thumbs:
+        return ""
+    parts = []
+    if target is not None:
+        kind = target["kind"]
+        if kind == "samples":
+            what = {"batches": "batches", "target": "targets", "test": "test samples"}.get(
+                target["name"] or "", "samples")
+            label = f"{what} {fmt_indices(target['indices'])}"
+        else:
+            label = f"{kind} {target['name']}"
+        attrs = (f'data-kind="{html.escape(kind)}" data-name="{html.escape(target["name"] or "")}"'
+                 f' data-indices="{",".join(str(i) for i in target["indices"][:256])}"')
+        parts.append(f'<span class="vd-evidence-target" {attrs}>&#128269; '
+                     f'{html.escape(label)}</span>')
+    return ('<div class="vd-evidence" style="color:#555;margin-left:1.2em;font-size:12px">'
+            + " ".join(parts) + series + thumbs + "</div>")
+
+
+def _sparkline(series: Any, width: int = 120, height: int = 22) -> str:
+    """An inline SVG line of ``evidence['series']`` (see :func:`evidence_series`)."""
+    if not isinstance(series, dict) or not isinstance(series.get("values"), list):
+        return ""
+    ys = [v for v in series["values"] if isinstance(v, (int, float)) and v == v]
+    if len(ys) < 2:
+        return ""
+    lo, hi = min(ys), max(ys)
+    span = (hi - lo) or 1.0
+    step = (width - 2) / (len(ys) - 1)
+    points = " ".join(f"{1 + i * step:.1f},{height - 2 - (y - lo) / span * (height - 4):.1f}"
+                      for i, y in enumerate(ys))
+    stat = html.escape(str(series.get("stat", "")))
+    return (f' <span class="vd-sparkline" title="{stat}: {fmt_number(lo)} to {fmt_number(hi)}">'
+            f'<svg width="{width}" height="{height}" style="vertical-align:middle">'
+            f'<polyline points="{points}" fill="none" stroke="#1565c0" stroke-width="1.3"/>'
+            f'</svg> {stat} {fmt_number(ys[0])} &#8594; {fmt_number(ys[-1])}</span>')
+
+
+def _thumbnails(uris: Any, size: int = 40) -> str:
+    """The flagged images as small pictures (only PNG/JPEG data URIs are shown)."""
+    if not isinstance(uris, list):
+        return ""
+    ok = [u for u in uris[:THUMBNAILS] if isinstance(u, str)
+          and u.startswith(("data:image/png;base64,", "data:image/jpeg;base64,"))]
+    imgs = "".join(
+        f'<img src="{html.escape(u)}" width="{size}" height="{size}" alt="flagged image" '
+        f'style="object-fit:contain;image-rendering:pixelated;border:1px solid #ccc;'
+        f'margin-right:2px;background:#fff">' for u in ok)
+    return f'<div class="vd-thumbnails" style="margin-top:2px">{imgs}</div>' if imgs else ""

@@ -26,6 +26,7 @@ from .images import (
     pooled,
     to_display,
 )
+from .thumbs import thumbnails
 
 FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, same verdict)
 
@@ -108,10 +109,8 @@ def image_findings(canon: Batch, flags: list[list[str]], scaling: Scaling | None
     """Findings for an image batch whose per-item flags are already known."""
     n = len(canon.items)
     found: list[Finding] = []
-    found += _flag_finding(canon, flags, "none", n)
-    found += _flag_finding(canon, flags, "non-finite", n)
-    found += _flag_finding(canon, flags, "blank", n)
-    found += _flag_finding(canon, flags, "saturated", n)
+    for flag in ("none", "non-finite", "blank", "saturated"):
+        found += _flag_finding(canon, flags, flag, n, scaling)
     found += _layout_findings(canon)
     if canon.images is not None:
         found += _scale_findings(canon)
@@ -139,15 +138,20 @@ _FLAG_TEXT = {
 }
 
 
-def _flag_finding(canon: Batch, flags: list[list[str]], flag: str, n: int) -> list[Finding]:
-    hit = [canon.index_of(k) for k, f in enumerate(flags) if flag in f]
-    if not hit:
+def _flag_finding(canon: Batch, flags: list[list[str]], flag: str, n: int,
+                  scaling: Scaling | None) -> list[Finding]:
+    positions = [k for k, f in enumerate(flags) if flag in f]
+    if not positions:
         return []
+    hit = [canon.index_of(k) for k in positions]
     code, severity, one, many, hint = _FLAG_TEXT[flag]
     verb = one if len(hit) == 1 else many
     msg = f"{len(hit)} of {n} images {verb}"
-    return [Finding(code, severity, msg, where=fmt_indices(hit),
-                    evidence={"indices": hit[:256], "count": len(hit), "of": n}, hint=hint)]
+    evidence = {"indices": hit[:256], "count": len(hit), "of": n}
+    pictures = thumbnails(canon.items, positions, scaling)
+    if pictures:
+        evidence["thumbnails"] = pictures
+    return [Finding(code, severity, msg, where=fmt_indices(hit), evidence=evidence, hint=hint)]
 
 
 def _layout_findings(canon: Batch) -> list[Finding]:

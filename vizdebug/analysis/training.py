@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..findings import Finding, Findings
+from ..findings import Finding, Findings, evidence_series
 from ..findings import fmt_number as _f
 from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
 from .training_curves import (
@@ -145,13 +145,17 @@ def rule_exploding(rec: TrainingRecords) -> list[Finding]:
         return [Finding("exploding-gradients", "warning",
                         f"total gradient norm reached {_f(total.max())} at step {peak}, "
                         f"{_f(growth)}x its early median {_f(early)}",
-                        evidence={"growth": float(growth), "peak_step": peak}, hint=hint)]
+                        evidence={"growth": float(growth), "peak_step": peak,
+                                  "series": evidence_series("total gradient norm",
+                                                            rec.grad_steps, total)},
+                        hint=hint)]
     ratio = _first_last_ratio(rec)
     if ratio is not None and ratio[0] > EXPLODE_RATIO:
         return [Finding("exploding-gradients", "warning",
                         f"gradients at the first layer {ratio[1]!r} are {_f(ratio[0])}x those "
                         f"at the last layer {ratio[2]!r} (per element)",
-                        where=ratio[1], evidence={"ratio": ratio[0]}, hint=hint)]
+                        where=ratio[1], evidence={"ratio": ratio[0], "series": ratio[3]},
+                        hint=hint)]
     return []
 
 
@@ -176,8 +180,9 @@ def _exploding_from_loss(rec: TrainingRecords, hint: str) -> list[Finding]:
                     where=name, evidence={"first_step": first}, hint=hint)]
 
 
-def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str] | None:
-    """Median per-element gradient norm of the first weight over the last weight's."""
+def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str, dict] | None:
+    """Median per-element gradient norm of the first weight over the last weight's, and
+    the first weight's gradient norm at every sampled step (for the finding's sparkline)."""
     if rec.grads.shape[0] < 3:
         return None
     numel = np.asarray(rec.param_numel, dtype=float)
@@ -198,7 +203,8 @@ def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str] | None:
     if not np.median(rms_first[ok]) > 0:
         # exactly zero gradients mean blocked (dead units, detached graph), not vanishing
         return None
-    return ratio, rec.param_paths[first], rec.param_paths[last]
+    series = evidence_series("gradient norm", rec.grad_steps, rec.grad("grad_norm")[:, first])
+    return ratio, rec.param_paths[first], rec.param_paths[last], series
 
 
 def _solved(rec: TrainingRecords) -> bool:
@@ -219,12 +225,12 @@ def rule_vanishing(rec: TrainingRecords) -> list[Finding]:
     found = _first_last_ratio(rec)
     if found is None or found[0] >= VANISH_RATIO or _solved(rec):
         return []
-    ratio, first, last = found
+    ratio, first, last, series = found
     return [Finding(
         "vanishing-gradients", "warning",
         f"gradients at the first layer {first!r} are {_f(ratio)} times those at the last "
         f"layer {last!r} (per element, median over the recent samples)",
-        where=first, evidence={"ratio": ratio},
+        where=first, evidence={"ratio": ratio, "series": series},
         hint="Saturating activations (sigmoid/tanh) in a deep stack or a too-small init: use "
              "ReLU-family activations, He/Xavier init, normalisation layers or residual "
              "connections.",
@@ -236,7 +242,8 @@ def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
     """Activation layers where most units output exactly zero for the whole batch."""
     if rec.activations.shape[0] < 3:
         return []
-    dead = rec.act("dead")[rec.activations.shape[0] // 2:]
+    every = rec.act("dead")
+    dead = every[rec.activations.shape[0] // 2:]
     out = []
     for m, cls in enumerate(rec.module_classes):
         col = dead[:, m][np.isfinite(dead[:, m])]
@@ -248,7 +255,9 @@ def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
                 "dead-units", "warning",
                 f"{share:.0%} of the units of {rec.module_paths[m]!r} ({cls}) output 0 for "
                 f"every sample of the batch (median of the last {col.size} samples)",
-                where=rec.module_paths[m], evidence={"dead_share": share},
+                where=rec.module_paths[m],
+                evidence={"dead_share": share,
+                          "series": evidence_series("dead share", rec.act_steps, every[:, m])},
                 hint="Dying ReLUs: a learning rate too high or a large negative bias pushed "
                      "units below zero for good. Lower the learning rate, check the init, "
                      "or use LeakyReLU/GELU.",
