@@ -192,7 +192,7 @@ class LoaderTap:
             taps = _TAPS.setdefault(loader, [])
             if self not in taps:
                 taps.append(self)
-        except TypeError as exc:
+        except (TypeError, AttributeError) as exc:  # AttributeError: a read-only __class__
             raise VizdebugTypeError(
                 f"cannot tap {describe(loader)}: {exc}; use `session.tap_loader(loader)` in the loop"
             ) from exc

@@ -111,3 +111,12 @@ def finish(session: Session | None, error: BaseException | None = None) -> None:
         session.__exit__(type(error), error, error.__traceback__)
     else:
         session.close()
+
+
+def display(view: Any) -> None:
+    """Show ``view`` in the notebook (nothing outside IPython)."""
+    try:
+        from IPython.display import display as show
+    except ImportError:
+        return
+    show(view)

@@ -76,7 +76,7 @@ class VizdebugCallback(Callback):
         self._steps_seen, self._in_step = trainer.global_step, False
         self._logged = dict(trainer.callback_metrics)
         if self.dashboard and trainer.is_global_zero:
-            _display(self.session.dashboard())
+            _common.display(self.session.dashboard())
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         _common.finish(self.session)
@@ -138,11 +138,3 @@ def _is_loader(loader: Any) -> bool:
     import torch
 
     return isinstance(loader, torch.utils.data.DataLoader)
-
-
-def _display(view: Any) -> None:
-    try:
-        from IPython.display import display
-    except ImportError:
-        return
-    display(view)
