@@ -218,6 +218,10 @@ def test_stored_frames_round_trip_and_a_damaged_frame_is_refused(tmp_path):
     assert [(f.step, f.epoch) for f in stored] == [(f.step, f.epoch) for f in live]
     assert all(np.array_equal(a.features, b.features) for a, b in zip(live, stored))
     assert run.embedding_probe().labels.tolist() == _data(100, seed=5)[1].tolist()
+    from vizdebug.report import _embedding_sections
+
+    page = "".join(part for part, _ in _embedding_sections(run))  # what vd.report adds
+    assert page.count("Tracked embeddings: ") == 2 and page.count("<img") >= 2
     conn = sqlite3.connect(path)
     conn.execute("UPDATE embeddings SET data=substr(data, 1, 100) WHERE layer='fc1' AND step=8")
     conn.execute("UPDATE embeddings SET n=100000000 WHERE layer='features' AND step=3")

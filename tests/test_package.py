@@ -57,6 +57,8 @@ def test_demo_runs_and_flags_only_the_broken_augmentation(tmp_path):
     # the training section is drawn from the stored run file, which the CLI can report on
     run_file = tmp_path / "demo.run.sqlite"
     assert vd.open_run(run_file).state == "closed"
+    assert "Tracked embeddings: 7" in text  # the penultimate layer over the epochs
+    assert len(vd.open_run(run_file).embedding_frames("7")) == 2  # before and after epoch 1
     assert any("run stored in" in line for line in lines)
     cli = [sys.executable, "-m", "vizdebug", "report"]
     done = subprocess.run([*cli, str(run_file), "--out", str(tmp_path / "r.html")],

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+PENULTIMATE = "7"  # make_model()'s ReLU after the 64-unit Linear
 DIGIT_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
@@ -225,13 +226,18 @@ def drift_step(echo: Callable[[str], None]) -> list[Any]:
 
 def training_step(train_loader, val_loader, epochs: int, echo: Callable[[str], None], *,
                   store: str | Path | None = None) -> list[Any]:
-    """Train the CNN with ``vd.watch`` attached (writing the run to ``store`` when given);
-    the run's static dashboard and its findings go into the report. With a store, the
+    """Train the CNN with ``vd.watch`` attached (writing the run to ``store`` when given),
+    its penultimate layer tracked on the validation images; the run's static dashboard,
+    its findings and the tracked embeddings go into the report. With a store, the
     report is drawn from the file (``vd.open_run``), as it would be from another kernel."""
     import vizdebug as vd
 
     model = make_model()
     with vd.watch(model, loader=train_loader, store=store) as session:
+        # the penultimate layer (the 64 features the classifier reads: module "7") on the
+        # validation images, once per epoch; the report shows how the classes pull apart
+        val = val_loader.dataset
+        session.track_embeddings(PENULTIMATE, val, images=val.images)
         history = train(model, train_loader, val_loader, epochs=epochs, log=session.log)
     last = history[-1]
     echo(f"   validation accuracy {last['val_acc']:.3f}, loss {last['val_loss']:.3f}")
