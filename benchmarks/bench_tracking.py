@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import vizdebug as vd  # noqa: E402
-from tests.digits_runs import SmallCNN, digits_split  # noqa: E402
+import vizdebug as vd
+from tests.digits_runs import SmallCNN, digits_split
 
 PROBE = 2000
 LAYER = "head.0"  # the flattened pooled features the classifier reads (512 per image)
