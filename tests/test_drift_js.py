@@ -109,3 +109,40 @@ def test_the_widget_esm_is_one_valid_module(tmp_path) -> None:
     code = f"import('{path.as_uri()}').then(m => console.log(typeof m.default.render))"
     out = subprocess.run([NODE, "--input-type=module", "-e", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "function"
+
+
+def test_psi_follows_the_time_window_like_the_exact_one() -> None:
+    """PSI is recomputed for a time window (as the statistic and the effect are), close to
+    the exact PSI of the rows in that window; the whole range matches the Python PSI."""
+    rng = np.random.default_rng(3)
+    n = 8000
+    ref = {"x": rng.normal(size=n), "c": rng.choice(list("abc"), n)}
+    late = np.arange(n) >= n // 2  # only the second half of the current data drifts
+    cur = {"x": rng.normal(size=n) + 0.8 * late, "t": np.arange(n),
+           "c": np.where(late, rng.choice(list("abcc"), n), rng.choice(list("abc"), n))}
+    view = compare_distributions(ref, cur, time="t", time_buckets=4)
+    feats = {f["feature"]: f for f in view.data()["features"]}
+    got = run_js(f"[0, 3].map(i => [S.featureStats({json.dumps(feats['x'])}, i, i).psi, "
+                 f"S.featureStats({json.dumps(feats['c'])}, i, i).psi])")
+    for (x_psi, c_psi), part in zip(got, (np.arange(n) < n // 4, np.arange(n) >= 3 * n // 4)):
+        exact = compare_distributions(ref, {k: v[part] for k, v in cur.items() if k != "t"})
+        want = {r.feature: r.psi for r in exact.results}
+        assert x_psi == pytest.approx(want["x"], rel=0.25, abs=0.01)
+        assert c_psi == pytest.approx(want["c"], rel=0.05, abs=1e-3)
+    assert got[0][0] < 0.05 < 0.3 < got[1][0]  # the window, not the whole data, decides
+    x = view.results[[r.feature for r in view.results].index("x")]
+    whole = run_js(f"S.psiBinned({x.sketch['ref_hist']}, {x.sketch['cur_hist']})")
+    assert whole == pytest.approx(x.psi, rel=0.15)
+
+
+def test_tiny_p_values_read_as_a_bound_not_zero() -> None:
+    from vizdebug.views.drift import _js_source
+
+    code = f"{_js_source()}\nconsole.log(JSON.stringify([0, 3e-45, 0.0123].map(vdDriftPlots.fmtP)));"
+    out = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == ["< 1e-300", "3.00e-45", "0.0123"]
+    rng = np.random.default_rng(4)
+    view = compare_distributions({"x": rng.normal(size=50_000)}, {"x": rng.normal(3, 1, 50_000)})
+    assert view.results[0].p_value == 0.0  # underflows in double precision
+    assert "p < 1e-300" in view.findings[0].message
+    assert "<td>&lt; 1e-300</td>" in view._table_html()

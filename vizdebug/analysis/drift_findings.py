@@ -69,17 +69,32 @@ def drift_findings(
     return Findings(out)
 
 
+def format_p(p: float) -> str:
+    """A p-value in two significant digits; one too small for a double (0) is said to be
+    under 1e-300 rather than shown as 0.
+
+    >>> format_p(0.0), format_p(3.2e-45), format_p(0.0123)
+    ('< 1e-300', '3.2e-45', '0.012')
+    """
+    return "< 1e-300" if p == 0 else f"{p:.2g}"
+
+
 def _drifted(r: FeatureDrift, alpha: float, threshold: float, correction: str, m: int) -> Finding:
     test = "KS D" if r.test == "ks" else "chi2"
     corrected = f"{correction}-adjusted over {m} features" if correction != "none" else "uncorrected"
     message = (
         f"{r.feature!r} has drifted: {r.effect_metric} {r.effect_size:.3g} (threshold "
-        f"{threshold:g}), {test} = {r.statistic:.3g}, p = {r.p_adjusted:.2g} ({corrected}, "
+        f"{threshold:g}), {test} = {r.statistic:.3g}, p {_p_clause(r.p_adjusted)} ({corrected}, "
         f"alpha {alpha:g}); reference {r.ref_summary} vs current {r.cur_summary} "
         f"({r.n_ref:,} vs {r.n_cur:,} values)"
     )
     return Finding("feature-drift", "warning", message, where=r.feature,
                    evidence=_evidence(r), hint=_hint(r))
+
+
+def _p_clause(p: float) -> str:
+    text = format_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def _evidence(r: FeatureDrift) -> dict:

@@ -4,7 +4,7 @@
 // User strings only ever reach the page through textContent (never innerHTML).
 var vdDriftMount = (function (S, P) {
   "use strict";
-  var h = P.h, s = P.s, fmt = P.fmt, fmtX = P.fmtX;
+  var h = P.h, s = P.s, fmt = P.fmt, fmtP = P.fmtP, fmtX = P.fmtX;
   var adjust = S.adjust, featureStats = S.featureStats, whatIf = S.whatIf;
   var drawNumeric = P.drawNumeric, drawCategorical = P.drawCategorical, drawTimeline = P.drawTimeline;
 
@@ -76,7 +76,7 @@ var vdDriftMount = (function (S, P) {
     var st = app.st;
     st.windowed = app.nb > 0 && (st.win[0] > 0 || st.win[1] < app.nb - 1);
     var res = app.data.features.map(function (f) {
-      if (!st.windowed) return { f: f, statistic: f.statistic, p: f.p_value, effect: f.effect_size, n: f.n_cur, cur: f.kind === "numeric" || f.kind === "datetime" ? f.sketch.cur_hist : (f.sketch.cur_counts || null) };
+      if (!st.windowed) return { f: f, statistic: f.statistic, p: f.p_value, effect: f.effect_size, psi: f.psi, n: f.n_cur, cur: f.kind === "numeric" || f.kind === "datetime" ? f.sketch.cur_hist : (f.sketch.cur_counts || null) };
       var r = featureStats(f, st.win[0], st.win[1]); r.f = f; return r;
     });
     var adj = adjust(res.map(function (r) { return r.p; }), app.data.correction);
@@ -96,7 +96,7 @@ var vdDriftMount = (function (S, P) {
     drawTable(app, res);
     var r = res[st.sel], f = r.f, svg = ui.svg, wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    ui.title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmt(r.p_adj, 2) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
+    ui.title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmtP(r.p_adj) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
     if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40, "font-size": 12 }, f.note || "no values to compare"));
     else if (numeric) {
       if (st.shift !== 0 || st.scale !== 1) wi = whatIf(f, st.shift, st.scale, res.length);
@@ -114,7 +114,7 @@ var vdDriftMount = (function (S, P) {
     var min = minimalShift(app, f, st.scale, app.data.features.length);
     var floor = "Smallest shift of the reference that would be flagged at these sample sizes (n = " + f.n_ref + " vs " + f.n_cur + "): " + (min === null ? "none up to 3σ" : "±" + min.toFixed(2) + "σ") + ".";
     if (!wi) return floor + " Move the what-if sliders to see a hypothetical change.";
-    return "What-if: the reference shifted " + (st.shift >= 0 ? "+" : "") + st.shift.toFixed(2) + "σ and scaled ×" + st.scale.toFixed(2) + " → KS D ≈ " + fmt(wi.statistic) + ", p ≈ " + fmt(wi.p, 2) + " (Bonferroni-adjusted " + fmt(wi.p_adj, 2) + "), normed Wasserstein ≈ " + fmt(wi.effect) + ": " + (wi.p_adj < st.alpha && wi.effect >= st.thr ? "WOULD be flagged" : "would NOT be flagged") + ". " + floor;
+    return "What-if: the reference shifted " + (st.shift >= 0 ? "+" : "") + st.shift.toFixed(2) + "σ and scaled ×" + st.scale.toFixed(2) + " → KS D ≈ " + fmt(wi.statistic) + ", p ≈ " + fmtP(wi.p) + " (Bonferroni-adjusted " + fmtP(wi.p_adj) + "), normed Wasserstein ≈ " + fmt(wi.effect) + ": " + (wi.p_adj < st.alpha && wi.effect >= st.thr ? "WOULD be flagged" : "would NOT be flagged") + ". " + floor;
   }
 
   function minimalShift(app, f, scale, m) { // coarse 0.05-sigma steps, then 0.01 within the step
@@ -136,7 +136,7 @@ var vdDriftMount = (function (S, P) {
     tb.appendChild(head);
     res.forEach(function (r, i) {
       var f = r.f, tr = h("tr", { "data-feature-index": i, style: "cursor:pointer;" + (i === st.sel ? "outline:2px solid #1565c0;" : "") + (r.drifted ? "background:#fff3e0" : "") });
-      [f.feature, f.kind, f.test, fmt(r.statistic), fmt(r.p_adj, 2), fmt(r.effect), fmt(f.psi), fmt(100 * f.missing_ref, 2) + "→" + fmt(100 * f.missing_cur, 2) + "%", r.drifted ? "yes" : "no"]
+      [f.feature, f.kind, f.test, fmt(r.statistic), fmtP(r.p_adj), fmt(r.effect), fmt(r.psi), fmt(100 * f.missing_ref, 2) + "→" + fmt(100 * f.missing_cur, 2) + "%", r.drifted ? "yes" : "no"]
         .forEach(function (c) { tr.appendChild(h("td", {}, c)); });
       tr.addEventListener("click", function () { st.sel = i; sync(app, "selected", f.feature); redraw(app); });
       tb.appendChild(tr);

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.drift_compare import DriftOptions, DriftResult, analyze_drift
+from ..analysis.drift_findings import format_p
 from ._base import View, live_esm
 from ._drift_svg import overlay_figure
 
@@ -156,7 +157,7 @@ class DriftView(View):
         cols = ["feature", "kind", "test", "statistic", "p_adjusted", "effect_metric", "effect_size", "psi", "drifted"]
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(_cell(row[c]))}</td>" for c in cols) + "</tr>"
+            "<tr>" + "".join(f"<td>{html.escape(_cell(row[c], c))}</td>" for c in cols) + "</tr>"
             for _, row in df.iterrows()
         )
         return f'<table class="vd-table vd-drift-table"><tr>{head}</tr>{body}</table>'
@@ -175,7 +176,9 @@ class DriftView(View):
                                alpha=self.alpha, effect_threshold=self.effect_threshold)
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any, column: str = "") -> str:
+    if column.startswith("p_") and isinstance(v, float) and v == 0:
+        return format_p(v)
     if isinstance(v, float):
         return f"{v:.3g}" if math.isfinite(v) else ("–" if math.isnan(v) else str(v))
     return str(v)

@@ -26,6 +26,8 @@ var vdDriftPlots = (function (S) {
     if (a !== 0 && (a < 1e-3 || a >= 1e5)) return x.toExponential(d === undefined ? 1 : d);
     return String(Number(x.toPrecision(d === undefined ? 3 : d + 1)));
   }
+  // a p-value: below what a double holds it is 0, shown as the bound it is under
+  function fmtP(p) { return p === 0 ? "< 1e-300" : fmt(p, 2); }
   function fmtX(x, isDate, dayOnly) {
     if (!isDate) return fmt(x, 3);
     var iso = new Date(x).toISOString();
@@ -208,5 +210,5 @@ var vdDriftPlots = (function (S) {
     });
   }
 
-  return { h: h, s: s, fmt: fmt, fmtX: fmtX, drawNumeric: drawNumeric, drawCategorical: drawCategorical, drawTimeline: drawTimeline };
+  return { h: h, s: s, fmt: fmt, fmtP: fmtP, fmtX: fmtX, drawNumeric: drawNumeric, drawCategorical: drawCategorical, drawTimeline: drawTimeline };
 })(vdDriftStats);

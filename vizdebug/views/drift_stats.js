@@ -66,6 +66,27 @@ var vdDriftStats = (function () {
     }
     return { statistic: chi, p: k < 2 ? 1 : gammaQ((k - 1) / 2, chi / 2), effect: Math.sqrt(Math.max(0, js)), n: nc };
   }
+  // population stability index of two count vectors over the same bins (as drift.py: each
+  // share floored at 1e-4)
+  function psiCounts(r, c) {
+    var nr = Math.max(sum(r), 1), nc = Math.max(sum(c), 1), out = 0;
+    for (var i = 0; i < r.length; i++) {
+      var pr = Math.max(r[i] / nr, 1e-4), pc = Math.max(c[i] / nc, 1e-4);
+      out += (pc - pr) * Math.log(pc / pr);
+    }
+    return out;
+  }
+  // PSI over the reference's deciles, from two histograms on the same fine bins: each
+  // fine bin joins the decile its reference mass sits in (drift.py uses exact deciles)
+  function psiBinned(r, c, groups) {
+    var k = groups || 10, nr = sum(r), gr = [], gc = [], before = 0;
+    for (var g = 0; g < k; g++) { gr.push(0); gc.push(0); }
+    for (var i = 0; i < r.length; i++) {
+      var at = nr > 0 ? Math.min(k - 1, Math.floor(k * (before + r[i] / 2) / nr)) : 0;
+      gr[at] += r[i]; gc[at] += c[i]; before += r[i];
+    }
+    return psiCounts(gr, gc);
+  }
   function adjust(ps, method) {
     var idx = [], m = 0, out = ps.map(function () { return NaN; });
     ps.forEach(function (p, i) { if (!isNaN(p)) { idx.push(i); m++; } });
@@ -112,17 +133,19 @@ var vdDriftStats = (function () {
   // a feature's statistics over time buckets i0..i1 (the whole data without buckets)
   function featureStats(f, i0, i1) {
     var sk = f.sketch;
-    if (f.test === "none") return { statistic: NaN, p: NaN, effect: NaN, n: 0, cur: null };
+    if (f.test === "none") return { statistic: NaN, p: NaN, effect: NaN, psi: NaN, n: 0, cur: null };
     if (f.kind === "numeric" || f.kind === "datetime") {
       var cur = sk.bucket_hist ? windowSum(sk.bucket_hist, i0, i1) : sk.cur_hist;
-      var r = ksBinned(sk.ref_hist, cur, (sk.hi - sk.lo) / 120, sk.ref_std); r.cur = cur; return r;
+      var r = ksBinned(sk.ref_hist, cur, (sk.hi - sk.lo) / 120, sk.ref_std);
+      r.cur = cur; r.psi = psiBinned(sk.ref_hist, cur); return r;
     }
     var cc = sk.bucket_counts ? windowSum(sk.bucket_counts, i0, i1) : sk.cur_counts;
-    var c = chi2Counts(sk.ref_counts, cc); c.cur = cc; return c;
+    var c = chi2Counts(sk.ref_counts, cc); c.cur = cc; c.psi = psiCounts(sk.ref_counts, cc); return c;
   }
 
   return {
     kolmogorovSf: kolmogorovSf, gammaQ: gammaQ, sum: sum, ksBinned: ksBinned, chi2Counts: chi2Counts,
-    adjust: adjust, cdfAt: cdfAt, whatIf: whatIf, featureStats: featureStats
+    adjust: adjust, cdfAt: cdfAt, whatIf: whatIf, featureStats: featureStats,
+    psiCounts: psiCounts, psiBinned: psiBinned
   };
 })();
