@@ -78,3 +78,37 @@ def test_channel_stats_counts_nonfinite():
     stats = channel_stats(x)
     assert stats[0]["non_finite"] == 0 and stats[1]["non_finite"] == 1
     assert stats[1]["max"] == 5
+
+
+def _crops(images: np.ndarray, pad: int, rng: np.random.Generator) -> np.ndarray:
+    """The notebook's RandomCrop: zero-pad by ``pad``, cut an 8x8 window at random."""
+    out = np.empty_like(images)
+    for k, img in enumerate(images):
+        i, j = rng.integers(0, 2 * pad + 1, 2)
+        out[k] = np.pad(img, pad)[i:i + 8, j:j + 8]
+    return out
+
+
+def test_nearly_blank_crops_are_flagged_and_real_crops_are_not(digits):
+    """A crop that kept 1-4 lit pixels of a digit shows nothing to learn from; every whole
+    digit and every crop shifted by up to 2 pixels lights 11 or more."""
+    rng = np.random.default_rng(5)
+    images = digits[0][:, 0] / 16.0
+    for pad in (1, 2):
+        crops = _crops(images, pad, rng)[:, None]
+        sc = infer_scaling(crops)
+        assert not any(image_flags(c, to_display(c, sc), sc) for c in crops)
+    crops = _crops(np.repeat(images[:300], 4, axis=0), 8, rng)[:, None]
+    sc = infer_scaling(crops)
+    lit = (crops[:, 0] > 0.1).reshape(len(crops), -1).sum(axis=1)
+    flagged = np.array(["blank" in image_flags(c, to_display(c, sc), sc) for c in crops])
+    few = (1 <= lit) & (lit <= 4)
+    assert few.sum() > 50  # the case is common with pad=8
+    assert flagged[few].all() and not flagged[lit > 4].any()
+    assert flagged[crops.reshape(len(crops), -1).max(axis=1) == 0].all()  # empty: as before
+    few = np.zeros((1, 8, 8))
+    few[0, 3, 3:5] = [1.0, 0.6]
+    assert _flags(few, infer_scaling(np.stack([few, np.ones_like(few)]))) == ["blank"]
+    tiny = np.zeros((1, 4, 4))
+    tiny[0, 0, :2] = 1.0  # 2 of 16 pixels: too small to call
+    assert _flags(tiny, infer_scaling(np.stack([tiny, np.ones_like(tiny)]))) == []

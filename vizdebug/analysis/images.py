@@ -17,6 +17,12 @@ from ..errors import VizdebugError, short_repr
 # real digit or photo never trips them (see tests/test_images.py).
 BLANK_STD = 0.02  # an image whose pixels vary less than this shows nothing
 BLANK_SPREAD = 0.06  # ... and whose 1st-99th percentile spread is below this
+# Nearly blank: at most this many pixels stand out from the background (a random crop that
+# kept a digit's corner). Whole 8x8 digits light 16+ pixels, crops shifted by 1-2 pixels
+# 11+; the share bound keeps tiny images (4x4 with 2 lit) unflagged.
+LIT_DELTA = 0.1     # a pixel stands out when a channel differs this much from its median
+LIT_MAX = 4
+LIT_MAX_SHARE = 0.1
 SATURATED_SHARE = 0.5  # more than half the pixels clipped at the top of the range
 NOT_NORMALIZED_ABS = 5.0  # 99th percentile of |x| above this: not standardised
 
@@ -182,9 +188,28 @@ def image_flags(raw: np.ndarray, display: np.ndarray, scaling: Scaling) -> list[
         return flags
     if finite.std() < BLANK_STD and np.ptp(np.percentile(finite, [1, 99])) < BLANK_SPREAD:
         flags.append("blank")
+    elif nearly_blank(display):
+        flags.append("blank")
     elif scaling.absolute and np.mean(finite >= 0.995) > SATURATED_SHARE:
         flags.append("saturated")
     return flags
+
+
+def nearly_blank(display: np.ndarray) -> bool:
+    """True when 1 to ``LIT_MAX`` pixels of a C x H x W display image (at most
+    ``LIT_MAX_SHARE`` of them) stand out from the background: almost nothing to see.
+
+    >>> img = np.zeros((1, 8, 8)); img[0, 0, :3] = 1.0
+    >>> nearly_blank(img), nearly_blank(np.pad(np.ones((1, 4, 4)), ((0, 0), (2, 2), (2, 2))))
+    (True, False)
+    """
+    pixels = display.shape[-1] * display.shape[-2]
+    if pixels * LIT_MAX_SHARE < 1 or not np.isfinite(display).all():
+        return False  # too small to tell; non-finite images have their own flag
+    background = np.median(display.reshape(display.shape[0], -1), axis=1)
+    lit = (np.abs(display - background[:, None, None]) > LIT_DELTA).any(axis=0)
+    count = int(np.count_nonzero(lit))
+    return 0 < count <= min(LIT_MAX, pixels * LIT_MAX_SHARE)
 
 
 def channel_stats(images: np.ndarray) -> list[dict[str, float]]:
