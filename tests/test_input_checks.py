@@ -263,3 +263,19 @@ def test_table_columns_on_very_different_scales_are_named():
     assert vd.check_batch((torch.tensor(scaled[:64]), torch.tensor(y.values[:64]))) == []
     flags = np.column_stack([np.random.default_rng(0).normal(size=64), np.arange(64) % 2 * 1000])
     assert vd.check_batch(flags) == []  # a 0/1000 flag column is not a scale
+
+
+def test_check_dataset_says_a_sample_may_miss_more(digits_std):
+    """Counts from a sample say that the whole dataset may hold more; a full scan does not."""
+    x, y = digits_std
+    x = x.copy()
+    x[::40, 0, 0, 0] = np.nan
+    ds = _Digits(x, y, broken=range(1, 1797, 50))
+    by = {f.code: f for f in vd.check_dataset(ds, sample=1000)}
+    none = by["input-none"].message
+    assert " of 1,000 sampled items are None (the dataset has 1,797; more may be)" in none
+    assert "the dataset has 1,797, more may be" in by["input-nonfinite"].message
+    assert by["input-nonfinite"].evidence["dataset_size"] == 1797
+    full = {f.code: f for f in vd.check_dataset(ds, sample=None)}
+    assert full["input-none"].message.startswith("36 of 1,797 items are None: indices")
+    assert "sampled" not in full["input-nonfinite"].message

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -139,20 +139,38 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> F
     scan = _Scan()
     for i in idx:
         _read(ds, i, scan)
-    found = _none_and_error_findings(scan, len(idx))
-    found += _shape_findings(scan)
+    counted = _shape_findings(scan)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        found += _content_findings(scan)
-    found += label_balance(list(scan.labels.values()))
-    return Findings(found)
+        counted += _content_findings(scan)
+    if len(idx) < n:
+        counted = [_in_a_sample(f, len(idx), n) for f in counted]
+    found = _none_and_error_findings(scan, len(idx), n) + counted
+    return Findings(found + label_balance(list(scan.labels.values())))
 
 
-def _none_and_error_findings(scan: _Scan, n: int) -> list[Finding]:
+def _in_a_sample(f: Finding, read: int, total: int) -> Finding:
+    """A count from a sample says so: the rest of the dataset may hold more."""
+    if "indices" not in f.evidence:
+        return f
+    note = (f" (counted in {read:,} sampled items; the dataset has {total:,}, more may be: "
+            "sample=None reads them all)")
+    return replace(f, message=f.message + note,
+                   evidence={**f.evidence, "sampled": read, "dataset_size": total})
+
+
+def _of(count: int, read: int, total: int) -> str:
+    """``7 of 1,000 sampled items are``: how many of what was read, and of how many."""
+    verb = "is" if count == 1 else "are"
+    return f"{count:,} of {read:,} {'sampled ' if read < total else ''}items {verb}"
+
+
+def _none_and_error_findings(scan: _Scan, n: int, total: int) -> list[Finding]:
     out = []
+    more = f" (the dataset has {total:,}; more may be)" if n < total else ""
     if scan.nones:
         out.append(Finding(
             "input-none", "error",
-            f"{len(scan.nones)} of {n} sampled items {'is' if len(scan.nones) == 1 else 'are'} None: indices {fmt_indices(scan.nones)}",
+            f"{_of(len(scan.nones), n, total)} None{more}: indices {fmt_indices(scan.nones)}",
             where=fmt_indices(scan.nones), evidence={"indices": scan.nones[:256]},
             hint="__getitem__ or a transform has a path that returns nothing (a missing "
                  "`return`, a failed file read swallowed by try/except); the default collate "
@@ -162,7 +180,8 @@ def _none_and_error_findings(scan: _Scan, n: int) -> list[Finding]:
         bad = sorted(scan.errors)
         out.append(Finding(
             "dataset-error", "error",
-            f"{len(bad)} of {n} sampled items raised or are not arrays; first, dataset[{bad[0]}]: "
+            f"{len(bad):,} of {n:,} {'sampled ' if more else ''}items raised or are not "
+            f"arrays{more}; first, dataset[{bad[0]}]: "
             f"{scan.errors[bad[0]][:200]}",
             where=fmt_indices(bad), evidence={"indices": bad[:256]},
             hint="fix __getitem__ for these indices (corrupt files, out-of-range labels)",

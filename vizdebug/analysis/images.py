@@ -186,9 +186,8 @@ def image_flags(raw: np.ndarray, display: np.ndarray, scaling: Scaling) -> list[
     finite = display[np.isfinite(display)]
     if finite.size == 0:
         return flags
-    if finite.std() < BLANK_STD and np.ptp(np.percentile(finite, [1, 99])) < BLANK_SPREAD:
-        flags.append("blank")
-    elif nearly_blank(display):
+    flat = finite.std() < BLANK_STD and np.ptp(np.percentile(finite, [1, 99])) < BLANK_SPREAD
+    if flat or nearly_blank(display):
         flags.append("blank")
     elif scaling.absolute and np.mean(finite >= 0.995) > SATURATED_SHARE:
         flags.append("saturated")
