@@ -112,15 +112,31 @@ class BatchView(View):
         return widget
 
     def _on_message(self, content: dict) -> None:
+        """The browser's Next at the last page: read another batch. A request with a
+        ``seq`` (the widget's own) only appends the page and answers ``seq``: the browser
+        moves to it unless the user paged elsewhere meanwhile (a Previous right after the
+        Next must not be overridden by the page arriving later)."""
         if not isinstance(content, dict) or content.get("type") != "more":
             return
+        seq = content.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            seq = None
+        w = self.widget
         try:
-            self.page = len(self.pages) - 1
-            self.next()
-            self.widget.status = ""
+            if seq is None:
+                self.page = len(self.pages) - 1
+                self.next()
+            elif self.more:
+                self._read_page()
+            w.status = ""
         except Exception as exc:  # shown in the widget; the kernel keeps running
-            self.widget.status = f" could not read the next batch: {exc}"[:300]
-            self.widget.more = False
+            w.status = f" could not read the next batch: {exc}"[:300]
+            w.more = False
+        if seq is not None:
+            with w.hold_sync():
+                w.pages = [p.html for p in self.pages]
+                w.more = w.more and self.more
+                w.answered = seq
 
     def _static_html(self) -> str:
         uid = f"vdb{id(self):x}"
@@ -162,6 +178,7 @@ def _widget_class() -> type:
         more = traitlets.Bool(False).tag(sync=True)
         status = traitlets.Unicode("").tag(sync=True)
         fallback_id = traitlets.Unicode("").tag(sync=True)
+        answered = traitlets.Int(-1).tag(sync=True)  # the last "more" request served
 
     return BatchWidget
 

@@ -37,19 +37,34 @@ function render({ model, el }) {
     next.disabled = i >= pages.length - 1 && !more;
     status.textContent = model.get("status");
   }
+  // A Next at the last page asks the kernel for a batch (request `seq`); the page moves
+  // when the kernel answers that request, unless the user paged elsewhere meanwhile.
+  let seq = Math.floor(Math.random() * 1e9);
+  let pending = null;
+  function go(i) { model.set("page", i); model.save_changes(); }
   prev.addEventListener("click", () => {
+    pending = null;
     const i = model.get("page");
-    if (i > 0) { model.set("page", i - 1); model.save_changes(); }
+    if (i > 0) go(i - 1);
   });
   next.addEventListener("click", () => {
     const i = model.get("page");
     if (i < model.get("pages").length - 1) {
-      model.set("page", i + 1);
-      model.save_changes();
-    } else if (model.get("more")) {
+      pending = null;
+      go(i + 1);
+    } else if (model.get("more") && pending === null) {
+      seq += 1;
+      pending = { seq: seq, from: i };
       status.textContent = " loading the next batch\u2026";
-      model.send({ type: "more" });
+      model.send({ type: "more", seq: seq });
     }
+  });
+  model.on("change:answered", () => {
+    const asked = pending;
+    if (asked === null || model.get("answered") !== asked.seq) return;
+    pending = null;
+    if (model.get("page") === asked.from && asked.from + 1 < model.get("pages").length) go(asked.from + 1);
+    draw();
   });
   model.on("change:pages", draw);
   model.on("change:page", draw);
