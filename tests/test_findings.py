@@ -91,3 +91,23 @@ def test_evidence_html_sparkline_escaped_and_only_image_uris():
     assert "<script" not in html and "javascript:" not in html
     assert html.count("<polyline") == 1 and "&lt;script&gt;" in html
     assert 'class="vd-thumbnails"' not in html
+
+
+def test_a_repeated_hint_is_said_once_and_report_headings_say_whose(tmp_path):
+    import numpy as np
+
+    import vizdebug as vd
+
+    rng = np.random.default_rng(0)
+    ref = {f"f{k}": rng.normal(size=3000) for k in range(4)}
+    cur = {f"f{k}": rng.normal(1.0, 1, 3000) for k in range(4)}
+    view = vd.compare_distributions(ref, cur)
+    hints = [f.hint for f in view.findings if f.where in ref]
+    assert len(hints) == 4 and len(set(hints)) == 1  # each finding keeps its hint ...
+    page = view.findings.to_html()
+    assert page.count(hints[0][:60]) == 1  # ... and the list says it once
+    assert page.count("the same as for") == 3
+    data = vd.check_dataset([(np.zeros((1, 8, 8)), 0), (None, 1)] * 3)
+    out = vd.report([data, view], tmp_path / "r.html").read_text()
+    assert "<h2>Dataset check (check_dataset): 6 of 6 items of a list</h2>" in out
+    assert "<h2>Findings</h2>" not in out

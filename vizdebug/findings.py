@@ -289,13 +289,16 @@ def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothin
     if not findings:
         return f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; {html.escape(empty)}</div>'
     rows = []
+    said: dict[str, str] = {}  # a hint already shown -> whose it was (said once, not per row)
     for f in findings:
         colour = _COLOURS[f.severity]
         where = f' <span style="color:#555">at {html.escape(f.where)}</span>' if f.where else ""
-        hint = (
-            f'<div style="color:#444;margin-left:1.2em">&#8594; {html.escape(f.hint)}</div>'
-            if f.hint else ""
-        )
+        hint = html.escape(f.hint) if f.hint else ""
+        if f.hint in said:
+            hint = f"the same as for {html.escape(said[f.hint])} above"
+        elif f.hint:
+            said[f.hint] = f.where or f.code
+        hint = f'<div style="color:#444;margin-left:1.2em">&#8594; {hint}</div>' if hint else ""
         rows.append(
             f'<li class="vd-finding vd-{f.severity}" data-code="{html.escape(f.code)}" '
             f'style="margin:0.25em 0;list-style:none">'

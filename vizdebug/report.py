@@ -22,7 +22,8 @@ def _parts(obj: Any) -> list[Any]:
 def _section(part: Any) -> tuple[str, bool]:
     """(HTML, needs plotly) for one part of the report."""
     if isinstance(part, Findings) or (isinstance(part, list) and all(isinstance(f, Finding) for f in part)):
-        return f"<section><h2>Findings</h2>{findings_html(part)}</section>", False
+        title = html.escape(str(getattr(part, "title", "") or "Findings"))  # whose they are
+        return f"<section><h2>{title}</h2>{findings_html(part)}</section>", False
     to_html = getattr(part, "to_html", None)
     if to_html is None:
         raise VizdebugTypeError(

@@ -144,8 +144,11 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> F
         counted += _content_findings(scan)
     if len(idx) < n:
         counted = [_in_a_sample(f, len(idx), n) for f in counted]
-    found = _none_and_error_findings(scan, len(idx), n) + counted
-    return Findings(found + label_balance(list(scan.labels.values())))
+    found = Findings(_none_and_error_findings(scan, len(idx), n) + counted
+                     + label_balance(list(scan.labels.values())))
+    found.title = (f"Dataset check (check_dataset): {len(idx):,} of {n:,} items "  # type: ignore[attr-defined]
+                   f"of a {type(dataset).__name__}")
+    return found
 
 
 def _in_a_sample(f: Finding, read: int, total: int) -> Finding:
