@@ -108,3 +108,78 @@ def _refined_view_swaps_in(page) -> None:
         " return s && s.textContent.includes('t-SNE') && !s.classList.contains('vd-emb-busy'); }",
         timeout=120_000)
     assert "PCA" not in status.inner_text()
+
+
+TIMELINE = """
+import time, numpy as np, vizdebug as vd
+from vizdebug.records import EmbeddingFrame
+rng = np.random.default_rng(0)
+n = 10_000
+y = rng.integers(0, 10, n)
+noise = rng.normal(0, 1, (n, 16))
+frames = [EmbeddingFrame("fc1", 100 * k, k, (rng.normal(0, 2 + 2 * k, (10, 16))[y] + noise)
+                         .astype(np.float32)) for k in range(3)]
+tl = vd.show_embedding_frames(frames, labels=y, images=rng.random((n, 8, 8)), method="pca")
+tl
+"""
+TL_BUSY = "tl.wait(120)\ntime.sleep(180)  # busy: interrupted by the test"
+TL = ".jp-Notebook .vd-emb"
+TL_PLOT = f"document.querySelector('{TL}').parentElement"
+
+
+def _tl_position(page, index: int) -> tuple[float, float]:
+    return tuple(page.evaluate(
+        f"""() => {{ const host = {TL_PLOT}; const [x, y] = host.__vdPlot.getScreenPosition({index});
+          const r = host.querySelector('canvas').getBoundingClientRect();
+          return [r.left + x, r.top + y]; }}"""))
+
+
+def test_timeline_slider_hover_and_box_select_while_busy(lab):
+    """10k points x 3 frames: the slider moves the points without the kernel, a hover
+    reads the frame shown, a shift-drag box selects into view.selected."""
+    page = lab.start_notebook("timeline.ipynb", [TIMELINE, TL_BUSY])
+    page.wait_for_function(
+        f"() => {{ const h = document.querySelector('{TL}'); const p = h && h.parentElement.__vdPlot;"
+        " return p && p.get('isPointsDrawn') && p.get('points').length === 10000; }",
+        timeout=120_000)
+    view = page.locator(TL).first
+    view.locator(".vd-emb-side .vd-finding, .vd-emb-side .vd-empty").first.wait_for(timeout=90_000)
+    assert lab.cells(page)["cells"][1]["count"] is None  # the kernel is busy
+    assert "(3 of 3)" in view.locator(".vd-emb-frame").inner_text()
+    target = next(i for i in range(50) if _tl_position(page, i)[0] > 0)
+    before = _tl_position(page, target)
+    t0 = time.time()
+    view.locator(".vd-emb-slider").focus()
+    page.keyboard.press("Home")  # a real input event: frame 1 of 3
+    page.wait_for_function(f"() => {TL_PLOT}.__vdTimeline.frame === 0 && "
+                           f"!{TL_PLOT}.__vdTimeline.drawing", timeout=10_000)
+    print(f"slider: frame swapped {1000 * (time.time() - t0):.0f} ms after the key press")
+    after = _tl_position(page, target)
+    assert abs(after[0] - before[0]) + abs(after[1] - before[1]) > 3  # the point moved
+    assert "(1 of 3)" in view.locator(".vd-emb-frame").inner_text()
+    assert view.locator(".vd-emb-curve .vd-emb-now").count() == 1
+
+    x, y = after
+    page.mouse.move(x - 30, y - 30)
+    page.mouse.move(x, y, steps=5)
+    tip = view.locator(".vd-emb-tip")
+    tip.wait_for(state="visible", timeout=10_000)
+    assert "label:" in tip.inner_text() and tip.locator("img").count() == 1
+    assert lab.cells(page)["cells"][1]["count"] is None  # still busy: all client-side
+
+    page.mouse.move(x - 25, y - 25)
+    page.keyboard.down("Shift")
+    page.mouse.down()
+    page.mouse.move(x + 25, y + 25, steps=8)
+    page.mouse.up()
+    page.keyboard.up("Shift")
+    note = view.locator(".vd-emb-strip .vd-note").first
+    note.wait_for(timeout=10_000)
+    count = int(note.inner_text().split()[0])
+    assert count >= 1
+    lab.screenshot(page, "embedding_timeline_10k.png", view)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.interrupt()")
+    lab.wait_done(page, timeout=60)
+    out = page.evaluate(RUN_JS, "print(len(tl.selected), tl.widget.frame)")
+    assert out.split() == [str(count), "0"]
+    assert lab.widget_errors(page) == [] and lab.page_errors == []

@@ -154,6 +154,9 @@ function vdtStart(model, el, ui, s, recolour, tries) {
 function vdtWire(model, el, ui, s, { recolour, relayout, marks, t0 }) {
   const status = () => vdStatus(model, ui.status, t0);
   const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
+  // a notebook reads shift + mouse down as "extend the cell selection" and then swallows
+  // the mouse moves: keep the box's shift-drag to the plot
+  ui.stage.addEventListener("mousedown", (e) => { if (e.shiftKey) e.stopPropagation(); });
   ui.stage.addEventListener("mousemove", (e) => {
     const r = ui.stage.getBoundingClientRect();
     s.mouse = [e.clientX - r.left, e.clientY - r.top];

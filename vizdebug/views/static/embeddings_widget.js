@@ -245,6 +245,9 @@ function vdSelectTools(ui, s) {
 function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
   const status = () => vdStatus(model, ui.status, t0);
   const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
+  // a notebook reads shift + mouse down as "extend the cell selection" and then swallows
+  // the mouse moves: keep the box's shift-drag to the plot
+  ui.stage.addEventListener("mousedown", (e) => { if (e.shiftKey) e.stopPropagation(); });
   ui.stage.addEventListener("mousemove", (e) => {
     const r = ui.stage.getBoundingClientRect();
     s.mouse = [e.clientX - r.left, e.clientY - r.top];
