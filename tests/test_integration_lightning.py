@@ -36,6 +36,9 @@ class Regressor(L.LightningModule):
         self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
         self.lr, self.crash_at = lr, crash_at
 
+    def forward(self, x):
+        return self.net(x)
+
     def training_step(self, batch, batch_idx):
         if batch_idx == self.crash_at:
             raise RuntimeError("planted crash")
@@ -138,11 +141,22 @@ def test_a_crash_closes_the_session_as_failed(tmp_path):
     assert vd.open_run(path).state == "failed"
 
 
+def test_tracked_embeddings_follow_the_epochs():
+    probe = torch.randn(50, 8, generator=torch.Generator().manual_seed(1))
+    cb = VizdebugCallback(track_embeddings={"layer": "net.1", "probe": probe})
+    trainer, _ = fit(max_epochs=2, callback=cb)
+    frames = cb.session.embedding_frames("net.1")
+    assert [(f.step, f.epoch) for f in frames] == [(0, 0), (12, 1), (24, 2)]
+    assert frames[-1].features.shape == (50, 32)
+
+
 def test_bad_options_are_refused_when_the_callback_is_built():
     with pytest.raises(vd.VizdebugTypeError, match="evry"):
         VizdebugCallback(evry=3)
     with pytest.raises(vd.VizdebugTypeError, match="run takes a file path"):
         VizdebugCallback(run=3)
+    with pytest.raises(vd.VizdebugTypeError, match="'layer' and 'probe'"):
+        VizdebugCallback(track_embeddings={"layer": "net.1"})
 
 
 def test_begin_step_counts_the_steps_a_loop_marks():

@@ -2,7 +2,7 @@
 downloaded), on token data made here: a learning rate 100x too high is found, the same
 run at a sane rate is clean, the loss the model computes reaches the curve (the same
 numbers the Trainer logs, with and without gradient accumulation), evaluation metrics
-arrive as eval series, and the stored run is readable. The extra is installed by
+arrive as eval series, and the stored run (with a tracked layer) is readable. The extra is installed by
 scripts/test.sh (`pip install -e ".[test,lightning,transformers]"`)."""
 
 from __future__ import annotations
@@ -138,10 +138,16 @@ def test_gradient_accumulation_on_a_causal_lm(tmp_path):
 
 def test_stored_run_is_readable(tmp_path):
     path = tmp_path / "hf.sqlite"
-    trainer, _ = train(tmp_path, callback=VizdebugCallback(run=path, every=2),
-                       num_train_epochs=1)
+    probe = Tokens(32, 2)
+    cb = VizdebugCallback(run=path, every=2, track_embeddings={
+        "layer": "bert.pooler", "probe": probe.ids, "labels": probe.labels})
+    trainer, _ = train(tmp_path, callback=cb, num_train_epochs=1)
     run = vd.open_run(path)
     assert run.state == "closed"
+    frames = run.embedding_frames("bert.pooler")
+    # the Trainer's loader cannot be tapped: the epochs are known from on_epoch_end on
+    assert [(f.step, f.epoch) for f in frames] == [(0, None), (20, 1)]
+    assert frames[-1].features.shape == (32, 32)
     assert set(run.scalars().name) >= {"loss", "eval_loss", "learning_rate", "grad_norm"}
     assert run.last_step == trainer.state.global_step - 1
 

@@ -37,6 +37,24 @@ def is_eval(name: str) -> bool:
     return name.startswith(EVAL_PREFIXES)
 
 
+def check_tracking(spec: Any) -> list[dict[str, Any]]:
+    """``track_embeddings=`` as a list of keyword sets for ``Session.track_embeddings``: a
+    dict (``{"layer": "net.1", "probe": x_val, "labels": y_val}``) or a list of them."""
+    if spec is None:
+        return []
+    specs = [spec] if isinstance(spec, dict) else spec
+    accepted = set(inspect.signature(Session.track_embeddings).parameters) - {"self"}
+    if isinstance(specs, (list, tuple)) and all(
+            isinstance(one, dict) and {"layer", "probe"} <= set(one) <= accepted
+            for one in specs):
+        return [dict(one) for one in specs]
+    raise VizdebugTypeError(
+        f"track_embeddings takes a dict of Session.track_embeddings arguments (or a list "
+        f"of them) with 'layer' and 'probe' and any of {sorted(accepted - {'layer', 'probe'})}"
+        f", got {describe(spec)}; e.g. track_embeddings={{'layer': 'net.1', "
+        "'probe': x_val, 'labels': y_val}")
+
+
 def eval_name(name: str, prefix: str = "val_") -> str:
     """The name under which a metric computed on evaluation data is logged: one the
     diagnosis reads as an evaluation metric (``val_loss``, ``eval_accuracy``).
@@ -93,14 +111,23 @@ def _torch() -> Any:
     return torch
 
 
-def start(model: Any, loader: Any, run: Any, options: dict[str, Any]) -> Session:
-    """``watch(model, ...)``; a loader vizdebug cannot tap is left alone, not refused."""
+def start(model: Any, loader: Any, run: Any, options: dict[str, Any],
+          tracking: list[dict[str, Any]] = ()) -> Session:
+    """``watch(model, ...)`` and the layers to track; a loader vizdebug cannot tap is left
+    alone, not refused."""
     try:
-        return watch(model, loader=loader, store=run, **options)
+        session = watch(model, loader=loader, store=run, **options)
     except VizdebugTypeError:
         if loader is None:
             raise
-        return watch(model, store=run, **options)
+        session = watch(model, store=run, **options)
+    try:
+        for spec in tracking:
+            session.track_embeddings(**spec)
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
 def finish(session: Session | None, error: BaseException | None = None) -> None:

@@ -41,6 +41,10 @@ class VizdebugCallback(Callback):
     run : path, optional
         Also store the run in this SQLite file (or a new file in this folder); read it
         with ``vd.open_run(path)``.
+    track_embeddings : dict or list of dicts, optional
+        Layers to track over training, as :meth:`vizdebug.Session.track_embeddings`
+        arguments: ``{"layer": "net.1", "probe": x_val, "labels": y_val}`` (the probe
+        goes through the model's ``forward``; ``every`` is ``"epoch"`` by default).
     dashboard : bool
         Show the live dashboard when training starts (in a notebook; rank 0 only).
     **watch_options
@@ -52,9 +56,10 @@ class VizdebugCallback(Callback):
         The session of the last fit (``.findings()``, ``.dashboard()``, ``.scalars()``).
     """
 
-    def __init__(self, run: str | os.PathLike | None = None, *, dashboard: bool = False,
-                 **watch_options: Any) -> None:
+    def __init__(self, run: str | os.PathLike | None = None, *, track_embeddings: Any = None,
+                 dashboard: bool = False, **watch_options: Any) -> None:
         self.run = run
+        self.tracking = _common.check_tracking(track_embeddings)
         self.dashboard = bool(dashboard)
         self.watch_options = _common.check_watch_options(run, watch_options)
         self.session: Session | None = None
@@ -71,7 +76,7 @@ class VizdebugCallback(Callback):
         run = _common.shared_run_path(self.run, trainer.strategy.broadcast)
         loader = trainer.train_dataloader
         self.session = _common.start(pl_module, loader if _is_loader(loader) else None, run,
-                                     self.watch_options)
+                                     self.watch_options, self.tracking)
         self._loss = _common.StepLoss()
         self._steps_seen, self._in_step = trainer.global_step, False
         self._logged = dict(trainer.callback_metrics)
@@ -108,6 +113,10 @@ class VizdebugCallback(Callback):
             metrics["loss"] = loss
         if metrics:
             session.log(step, **metrics)
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.session is not None and not self.session.closed:
+            self.session.log(max(trainer.global_step - 1, 0), epoch=trainer.current_epoch + 1)
 
     # -- validation ------------------------------------------------------------------------
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:

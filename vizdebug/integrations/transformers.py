@@ -8,7 +8,7 @@ unchanged), and logs it as ``loss`` once per optimizer step (``state.global_step
 mean of the step's batches when gradients accumulate, or their sum when the model
 received ``num_items_in_batch`` (it then divides by the whole step's token count, as the
 Trainer reports it). ``on_log`` adds what the Trainer logs during training
-(``learning_rate``, ``grad_norm``, ``epoch``); ``on_evaluate`` the evaluation metrics
+(``learning_rate``, ``grad_norm``) and ``on_epoch_end`` the epoch; ``on_evaluate`` the evaluation metrics
 (``eval_loss``, ``eval_accuracy``, ...). ``on_train_end`` closes the session.
 
 The Trainer has no event for an exception: after a failed ``trainer.train()`` in a
@@ -47,6 +47,10 @@ class VizdebugCallback(TrainerCallback):
         Also store the run in this SQLite file (or a new file in this folder); read it
         with ``vd.open_run(path)``. Rank ``k > 0`` of a distributed job writes
         ``<name>.rank<k>.sqlite`` beside it.
+    track_embeddings : dict or list of dicts, optional
+        Layers to track over training, as :meth:`vizdebug.Session.track_embeddings`
+        arguments: ``{"layer": "net.1", "probe": x_val, "labels": y_val}`` (the probe
+        goes through the model's ``forward``; ``every`` is ``"epoch"`` by default).
     dashboard : bool
         Show the live dashboard when training starts (in a notebook; rank 0 only).
     **watch_options
@@ -58,9 +62,10 @@ class VizdebugCallback(TrainerCallback):
         The session of the last ``train()``.
     """
 
-    def __init__(self, run: str | os.PathLike | None = None, *, dashboard: bool = False,
-                 **watch_options: Any) -> None:
+    def __init__(self, run: str | os.PathLike | None = None, *, track_embeddings: Any = None,
+                 dashboard: bool = False, **watch_options: Any) -> None:
         self.run = run
+        self.tracking = _common.check_tracking(track_embeddings)
         self.dashboard = bool(dashboard)
         self.watch_options = _common.check_watch_options(run, watch_options)
         self.session: Session | None = None
@@ -74,7 +79,7 @@ class VizdebugCallback(TrainerCallback):
         self.close()  # a callback reused for a second train()
         run = _common.shared_run_path(self.run, _broadcast)
         loader = train_dataloader if _is_loader(train_dataloader) else None
-        self.session = _common.start(model, loader, run, self.watch_options)
+        self.session = _common.start(model, loader, run, self.watch_options, self.tracking)
         self._loss, self._scaled = _common.StepLoss(), False
         self._hook = model.register_forward_hook(self._read_loss, with_kwargs=True)
         if self.dashboard and state.is_world_process_zero:
@@ -118,10 +123,15 @@ class VizdebugCallback(TrainerCallback):
         if self.session is None or self.session.closed or not logs:
             return
         metrics = {name: value for name, value in logs.items()
-                   if _is_number(value) and name != "loss" and not _common.is_eval(name)
+                   if _is_number(value) and name not in ("loss", "epoch")
+                   and not _common.is_eval(name)
                    and not name.startswith(_SUMMARY) and not name.endswith(_TIMINGS)}
         if metrics:
             self.session.log(max(state.global_step - 1, 0), **metrics)
+
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.session is not None and not self.session.closed and state.epoch is not None:
+            self.session.log(max(state.global_step - 1, 0), epoch=round(state.epoch))
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict | None = None,
                     **kwargs: Any) -> None:
