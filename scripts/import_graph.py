@@ -23,9 +23,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vizdebug"
 # writer and hands it deltas, while the store imports nothing from collect/ (DESIGN.md:
 # "knows neither collect/ nor views/"). The package face, demo and __main__ sit on top.
 LAYERS = ["records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility",
+          "progress",
           "data", "analysis",
           "store", "collect", "integrations", "views", "report", "__init__", "demo", "cli", "__main__"]
-BOTTOM = {"records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility"}
+BOTTOM = {"records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility",
+          "progress"}
 LAZY_UPWARD_OK = {("_viewable", "views")}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import html
 import os
@@ -10,6 +11,7 @@ from typing import Any
 
 from .errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from .findings import Finding, Findings, findings_html
+from .progress import Progress
 from .views._base import CSS, plotly_js
 
 
@@ -36,11 +38,13 @@ def _section(part: Any) -> tuple[str, bool]:
 
 
 def report(session_or_run: Any, path: str | os.PathLike, *,
-           title: str | None = "vizdebug report") -> Path:
+           title: str | None = "vizdebug report", progress: bool | None = None) -> Path:
     """Write one standalone HTML file with the views and findings of ``session_or_run``.
 
     ``session_or_run`` may be a Session, a Run, any view, Findings, or a list of those.
-    The file needs no network: plotly.js is embedded once when a part uses it.
+    The file needs no network: plotly.js is embedded once when a part uses it. A report
+    that takes more than 2 s (a long stored run) shows its progress (``progress=False``
+    turns that off); Ctrl-C stops it and leaves no file behind.
 
     Examples
     --------
@@ -55,7 +59,14 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
         title = "vizdebug report"
     if not isinstance(title, str):
         raise VizdebugTypeError(f"title must be a string, got {describe(title)}: {short_repr(title)}")
-    sections = [s for p in _parts(session_or_run) for s in (_section(p), *_embedding_sections(p))]
+    parts = _parts(session_or_run)
+    sections = []
+    with Progress("report", total=len(parts), unit="parts", progress=progress,
+                  ticker=True) as bar:
+        for p in parts:
+            bar.stage = str(getattr(p, "title", "") or type(p).__name__)[:60]
+            sections += [_section(p), *_embedding_sections(p)]
+            bar.update()
     body = "".join(s for s, _ in sections)
     head_js = plotly_js(once=False) if any(p for _, p in sections) else ""
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -68,12 +79,25 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
         f"{head_js}</head><body class='vd-view'><h1>{html.escape(title)}</h1>"
         f"<p class='vd-note'>written by vizdebug on {stamp}</p>{body}</body></html>"
     )
+    _write_whole(path, page)
+    return path
+
+
+def _write_whole(path: Path, page: str) -> None:
+    """Write ``page`` to a temporary file beside ``path`` and rename it into place: an
+    interrupted write (Ctrl-C, a full disk) leaves no half report, and the temporary file
+    (ours) is removed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.vizdebug-tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page, encoding="utf-8")
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise VizdebugError(f"cannot write the report to {str(path)!r}: {exc}") from exc
-    return path
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError, ValueError):
+            tmp.unlink()
+        if isinstance(exc, (OSError, ValueError)):  # ValueError: a NUL byte in the path
+            raise VizdebugError(f"cannot write the report to {str(path)!r}: {exc}") from exc
+        raise
 
 
 def _html_path(path: Any) -> Path:

@@ -12,6 +12,7 @@ from ..data.arrays import to_numpy
 from ..data.batch import Batch, make_batch, unpack
 from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..findings import Finding, Findings, fmt_indices
+from ..progress import Progress
 from .images import infer_scaling
 from .input_checks import image_findings, image_flags_for, label_balance
 
@@ -128,7 +129,8 @@ def _label_value(y: Any) -> Any:
     return y
 
 
-def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> Findings:
+def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
+                 progress: bool | None = None) -> Findings:
     """See :func:`vizdebug.check_dataset`."""
     _check_sample(sample, seed)
     ds = _resolve(dataset)
@@ -137,8 +139,10 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> F
         raise VizdebugError("the dataset is empty (len 0): nothing to check")
     idx = _indices(n, sample, seed)
     scan = _Scan()
-    for i in idx:
-        _read(ds, i, scan)
+    with Progress("check_dataset", total=len(idx), progress=progress) as bar:
+        for i in idx:
+            _read(ds, i, scan)
+            bar.update()
     counted = _shape_findings(scan)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         counted += _content_findings(scan)
@@ -255,9 +259,11 @@ def _table_nonfinite(values: np.ndarray, keep: list[int]) -> list[Finding]:
                     hint="impute or drop missing values, or fix the transform that divides by 0")]
 
 
-def check_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> Findings:
+def check_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
+                  progress: bool | None = None) -> Findings:
     """Scan up to ``sample`` items of a dataset (``None``: every item), naming the indices
-    of every problem.
+    of every problem. A scan that takes more than 2 s shows its progress (``progress=False``
+    or ``VIZDEBUG_PROGRESS=0`` turns that off); Ctrl-C stops it.
 
     Examples
     --------
@@ -266,4 +272,4 @@ def check_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0) -> 
     >>> check_dataset(data).codes
     ['input-none']
     """
-    return scan_dataset(dataset, sample=sample, seed=seed)
+    return scan_dataset(dataset, sample=sample, seed=seed, progress=progress)

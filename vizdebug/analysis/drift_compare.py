@@ -113,7 +113,8 @@ class DriftResult:
         return [r.feature for r in self.features if r.drifted]
 
 
-def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = None) -> DriftResult:
+def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = None, *,
+                  progress: bool | None = None) -> DriftResult:
     """Per-feature drift between ``reference`` and ``current``, in memory or streamed.
 
     Either side may be a Parquet path or a pyarrow dataset: then both are streamed in
@@ -129,7 +130,7 @@ def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = N
     """
     options = options or DriftOptions()
     if is_stream_source(reference) or is_stream_source(current):
-        return _streamed(reference, current, options)
+        return _streamed(reference, current, options, progress)
     return _in_memory(reference, current, options)
 
 
@@ -145,7 +146,8 @@ def _in_memory(reference: Any, current: Any, options: DriftOptions) -> DriftResu
     return DriftResult.from_features(results, options, only_ref=only_ref, only_cur=only_cur, time=axis)
 
 
-def _streamed(reference: Any, current: Any, options: DriftOptions) -> DriftResult:
+def _streamed(reference: Any, current: Any, options: DriftOptions,
+              progress: bool | None = None) -> DriftResult:
     from ..data.parquet import arrow_dataset
     from .streaming import stream_compare
 
@@ -153,7 +155,7 @@ def _streamed(reference: Any, current: Any, options: DriftOptions) -> DriftResul
     clock = stream_time(current, options.time, options.window, options.time_buckets)
     results, only_ref, only_cur = stream_compare(reference, current, features=options.features,
                                                  categorical=options.categorical, kinds=options.kinds,
-                                                 clock=clock)
+                                                 clock=clock, progress=progress)
     drift_stats.decide(results, alpha=options.alpha, effect_threshold=options.effect_threshold,
                        correction=options.correction)
     return DriftResult.from_features(results, options, only_ref=only_ref, only_cur=only_cur,

@@ -23,6 +23,7 @@ import numpy as np
 from ..data.parquet import arrow_dataset, arrow_kind
 from ..data.tables import KINDS
 from ..errors import VizdebugError
+from ..progress import Progress
 from . import sketches
 from .drift import (
     FeatureDrift,
@@ -115,11 +116,14 @@ class StreamSide:
     counts: dict[str, Counter] = field(default_factory=dict)
     missing: Counter = field(default_factory=Counter)
     bucket_counts: dict[str, np.ndarray] = field(default_factory=dict)
+    bar: Progress | None = None  # counts the rows read
 
     def batches(self, names: list[str]) -> Iterator[tuple[Any, np.ndarray | None]]:
         """Record batches of ``names`` (windowed), with each row's time bucket when timed."""
         read = names + ([self.clock.name] if self.clock and self.clock.name not in names else [])
         for batch in self.dataset.to_batches(columns=read, batch_size=BATCH_ROWS):
+            if self.bar is not None:
+                self.bar.update(batch.num_rows)
             yield (batch, None) if self.clock is None else self.clock.select(batch)
 
     def first_pass(self, seed: int) -> None:
@@ -176,11 +180,14 @@ def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: 
 
 def stream_compare(reference: Any, current: Any, *, features: list[str] | None = None,
                    categorical: list[str] | None = None, kinds: dict[str, str] | None = None,
-                   clock: StreamTime | None = None) -> tuple[list[FeatureDrift], list[str], list[str]]:
+                   clock: StreamTime | None = None, progress: bool | None = None,
+                   ) -> tuple[list[FeatureDrift], list[str], list[str]]:
     """Per-feature drift of two Parquet sources, never holding more than one batch.
 
     ``clock`` (from :func:`.drift_time.stream_time` on the current side) keeps the current
     rows inside its window and counts them per time bucket; its column is not compared.
+    Reading both sides twice shows its progress when it takes more than 2 s
+    (``progress=False`` turns that off).
 
     Examples
     --------
@@ -194,13 +201,15 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
     """
     ref_ds, cur_ds = arrow_dataset(reference), arrow_dataset(current)
     cols, only_ref, only_cur = _columns(ref_ds, cur_ds, features, categorical, kinds, clock and clock.name)
-    ref, cur = StreamSide(ref_ds, cols), StreamSide(cur_ds, cols, clock)
-    ref.first_pass(seed=0)
-    cur.first_pass(seed=1)
-    grids = {n: _grids(ref.nums[n], cur.nums[n]) for n in ref.nums}
-    categorical_results = {n: _categorical_result(n, cols[n], ref, cur) for n in ref.counts}
-    ref.second_pass(grids, {})
-    cur.second_pass(grids, categorical_results)
+    rows = 2 * (ref_ds.count_rows() + cur_ds.count_rows())  # Parquet: from the metadata
+    with Progress("drift over Parquet", total=rows, unit="rows", progress=progress) as bar:
+        ref, cur = StreamSide(ref_ds, cols, bar=bar), StreamSide(cur_ds, cols, clock, bar=bar)
+        ref.first_pass(seed=0)
+        cur.first_pass(seed=1)
+        grids = {n: _grids(ref.nums[n], cur.nums[n]) for n in ref.nums}
+        categorical_results = {n: _categorical_result(n, cols[n], ref, cur) for n in ref.counts}
+        ref.second_pass(grids, {})
+        cur.second_pass(grids, categorical_results)
     for name, per in cur.bucket_counts.items():
         categorical_results[name].sketch["bucket_counts"] = per.tolist()
     results = [

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import VizdebugError
 from ..findings import SEVERITIES
+from ..progress import Progress
 
 FINDINGS_UP_TO_MB = 64.0  # runs above this size are listed without their findings
 
@@ -113,7 +114,12 @@ def list_runs(folder: Path, *, recursive: bool = False,
     from ..store.schema import is_run_file
 
     paths = [folder] if folder.is_file() else list(candidates(folder, recursive))
-    rows = [describe(p, up_to_mb) for p in paths if is_run_file(p)]
+    rows = []
+    with Progress("vizdebug ls", total=len(paths), unit="files") as bar:
+        for p in paths:
+            if is_run_file(p):
+                rows.append(describe(p, up_to_mb))
+            bar.update()
     return sorted(rows, key=lambda r: (r["started"] or "", r["path"]))
 
 

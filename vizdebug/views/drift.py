@@ -215,7 +215,7 @@ def compare_distributions(
     reference: Any, current: Any, *, features: list[str] | None = None, time: Any = None,
     categorical: list[str] | None = None, kinds: dict[str, str] | None = None,
     alpha: float = 0.05, effect_threshold: float = 0.1, correction: str = "holm",
-    window: tuple[Any, Any] | None = None, time_buckets: int = 24,
+    window: tuple[Any, Any] | None = None, time_buckets: int = 24, progress: bool | None = None,
 ) -> DriftView:
     """Compare each feature's distribution between ``reference`` and ``current``.
 
@@ -236,6 +236,8 @@ def compare_distributions(
     window : ``(start, end)`` of ``time`` to keep from the current data (either may be None);
         ``start <= time < end``, in memory and streamed alike.
     time_buckets : how many equal-width time buckets the slider moves over.
+    progress : Parquet streamed for more than 2 s shows its progress; False turns that off
+        (so does ``VIZDEBUG_PROGRESS=0``).
 
     Returns
     -------
@@ -253,4 +255,4 @@ def compare_distributions(
     options = DriftOptions(features=features, categorical=categorical, kinds=kinds, alpha=alpha,
                            effect_threshold=effect_threshold, correction=correction, time=time,
                            window=window, time_buckets=time_buckets)
-    return DriftView(analyze_drift(reference, current, options))
+    return DriftView(analyze_drift(reference, current, options, progress=progress))
