@@ -105,6 +105,8 @@ class AnomalyPolicy:
         self.events: list[AnomalyEvent] = []
         self.kinds: set[str] = set()  # every kind seen (events beyond max_events too)
         self.warned = False
+        # in a notebook the session shows the first anomaly itself (True: shown)
+        self.notify: Callable[[AnomalyEvent], bool] | None = None
 
     @property
     def immediate(self) -> bool:
@@ -118,6 +120,12 @@ class AnomalyPolicy:
             self.events.append(event)
         if self.mode == "warn" and not self.warned:
             self.warned = True
+            try:
+                shown = self.notify is not None and self.notify(event)
+            except Exception:  # a notice that fails falls back to the warning
+                shown = False
+            if shown:
+                return
             warnings.warn(
                 f"vizdebug: {event.message} (further anomalies are reported by "
                 "session.findings(), without warnings)",

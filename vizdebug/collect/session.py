@@ -32,6 +32,7 @@ from .anomaly import AnomalyPolicy, check_on_anomaly
 from .embeddings import EmbeddingTracking
 from .feed import StoreFeed
 from .hooks import ModelHooks
+from .lifecycle import Lifecycle, kernel_shell
 from .loader import LoaderTap, tap_iterable
 from .sampling import check_every
 from .scalars import ScalarLog
@@ -97,6 +98,11 @@ class Session(Viewable, EmbeddingTracking):
         self.closed = False
         self.failed: str | None = None
         self._dashboards: list[Any] = []  # live views (with a widget) to push data to
+        # in a notebook: "stopped"/"idle" when the driving cell ends or steps stop coming,
+        # and the first anomaly shown as a finding, not a stderr warning
+        self.lifecycle = Lifecycle(self, _progress, kernel_shell())
+        if self.lifecycle.active:
+            policy.notify = self.lifecycle.anomaly_notice
         # Until a live view is shown, log() is the scalar log's own method (no wrapper
         # call, no keyword re-packing: about 0.5 us of the 1.5 us a call costs).
         self.log = self.log_store.log  # type: ignore[method-assign]
@@ -169,7 +175,7 @@ class Session(Viewable, EmbeddingTracking):
     def version(self) -> tuple[int, ...]:
         """Changes whenever something new was collected (for views that poll)."""
         return (self.log_store.version, len(self.log_store._pending), self.hooks.step,
-                self.tap.batches, self.system.count)
+                self.tap.batches, self.system.count, self.state)
 
     def records(self, *, flush: bool = True) -> TrainingRecords:
         """Everything collected, as :class:`~vizdebug.records.TrainingRecords`.
@@ -214,10 +220,11 @@ class Session(Viewable, EmbeddingTracking):
 
     @property
     def state(self) -> str:
-        """``running``, ``closed`` or ``failed`` (an exception left ``with watch(...)``)."""
+        """``running``, ``closed`` or ``failed`` (an exception left ``with watch(...)``);
+        in a notebook also ``stopped (cell finished)`` or ``idle since HH:MM``."""
         if self.failed:
             return "failed"
-        return "closed" if self.closed else "running"
+        return "closed" if self.closed else (self.lifecycle.state() or "running")
 
     def state_findings(self) -> list[Finding]:
         """Findings about the run's state itself: none for a live session (a stored run
@@ -276,6 +283,7 @@ class Session(Viewable, EmbeddingTracking):
         self._final_embeddings()
         self._stop_collectors()
         self.closed = True
+        self.lifecycle.close()
         if self.store is not None:
             self.store.close("failed" if self.failed else "closed")
         self._notify_views()
@@ -339,6 +347,11 @@ class Session(Viewable, EmbeddingTracking):
                     self.store.close("ended")
         except Exception:
             pass
+
+
+def _progress(session: Session) -> tuple[int, int]:
+    """What moves at every training step: the logged step and the optimizer's count."""
+    return (session.log_store.next_step, session.hooks.steps)
 
 
 def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFAULT_EVERY,
