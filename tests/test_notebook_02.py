@@ -82,3 +82,63 @@ def test_the_stored_run_reads_back_with_the_same_diagnosis(executed):
     found = text(cell.outputs)
     assert "<vizdebug Run vizdebug-02-bad-run.sqlite: closed" in found
     assert "ERROR nonfinite-activation [0]" in found and "ERROR nonfinite-loss [loss]" in found
+
+
+def test_static_twins_show_the_final_state_in_a_light_notebook(executed):
+    """What nbconvert, GitHub or a shared file shows: each dashboard's twin as it ended
+    (not its first, empty state), with the buggy run's findings; no plotly.js inline."""
+    twins = [o.data["text/html"] for c in executed.cells if c.cell_type == "code"
+             and "dashboard()" in c.source for o in c.outputs
+             if "vd-static-fallback" in o.get("data", {}).get("text/html", "")]
+    assert len(twins) == 2
+    for twin in twins:
+        assert "Nothing logged yet" not in twin and "No gradients sampled yet" not in twin
+        assert "closed" in twin and "<svg" in twin and "Plotly" not in twin
+    clean, bad = twins
+    assert "No findings" in clean
+    for code in ("input-nonfinite", "nonfinite-activation", "nonfinite-loss"):
+        assert f'data-code="{code}"' in bad
+    assert "No findings" not in bad
+    size = len(nbformat.writes(executed).encode())
+    assert size <= 2_000_000, f"executed notebook is {size / 1e6:.1f} MB"
+
+
+def test_the_anomaly_is_one_styled_finding_not_a_stderr_box(executed):
+    fit = next(c.outputs for c in executed.cells if c.cell_type == "code"
+               and c.source.startswith("fit(bad_model"))
+    notices = [o for o in fit if "vd-anomaly-notice" in o.get("data", {}).get("text/html", "")]
+    assert len(notices) == 1
+    assert not [o for o in fit if o.output_type == "stream" and o.name == "stderr"]
+
+
+@pytest.mark.browser
+def test_the_offline_html_shows_the_final_dashboards(executed, tmp_path):
+    """`jupyter nbconvert --to html` of the executed notebook, opened in Chromium with
+    the network blocked: the final curves, the gradient panel, the four findings."""
+    from nbconvert import HTMLExporter
+    from playwright.sync_api import sync_playwright
+
+    from .browser.lab import CHROMIUM, CHROMIUM_FLAGS
+
+    page_html, _ = HTMLExporter().from_notebook_node(executed)
+    path = tmp_path / "02.html"
+    path.write_text(page_html, encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            context = browser.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                          else r.abort())
+            page = context.new_page()
+            page.goto(path.as_uri())
+            dashes = page.locator(".vd-dashboard-static")
+            assert dashes.count() == 2 and dashes.nth(0).is_visible() and dashes.nth(1).is_visible()
+            good, bad = dashes.nth(0), dashes.nth(1)
+            for dash in (good, bad):
+                assert "closed" in dash.locator(".vd-twin-status").inner_text()
+                assert dash.locator("svg.vd-figure-svg polyline").count() >= 4  # curves
+            assert good.locator("svg.vd-figure-svg rect[fill^='#']").count() > 100  # heatmap
+            assert bad.locator(".vd-finding.vd-error").count() == 4
+            assert "No findings" not in bad.inner_text()
+        finally:
+            browser.close()

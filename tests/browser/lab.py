@@ -74,9 +74,15 @@ def free_port() -> int:
 
 
 class JupyterLab:
-    """Start JupyterLab serving ``root`` and a headless Chromium pointed at it."""
+    """Start JupyterLab (or, with ``frontend="notebook"``, Notebook 7) serving ``root``
+    and a headless Chromium pointed at it. Both expose ``window.jupyterapp``, whose
+    ``shell.currentWidget`` is the open notebook, so everything below works in both."""
 
-    def __init__(self, root: Path, artifacts: Path | None = None, idle_shutdown: int = 600):
+    def __init__(self, root: Path, artifacts: Path | None = None, idle_shutdown: int = 600,
+                 frontend: str = "lab"):
+        if frontend not in ("lab", "notebook"):
+            raise ValueError(f"frontend is 'lab' or 'notebook', got {frontend!r}")
+        self.frontend = frontend
         self.root = Path(root)
         self.artifacts = artifacts
         self.idle_shutdown = idle_shutdown
@@ -116,11 +122,13 @@ class JupyterLab:
         return env
 
     def _start_server(self) -> None:
+        app = (["jupyterlab", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None"]
+               if self.frontend == "lab" else
+               ["notebook", "--JupyterNotebookApp.expose_app_in_browser=True"])
         cmd = [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+            sys.executable, "-m", app[0], *app[1:], "--no-browser", "--ip=127.0.0.1",
             f"--port={self.port}", f"--ServerApp.token={self.token}", "--allow-root",
-            f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=None", "--ServerApp.open_browser=False",
+            f"--ServerApp.root_dir={self.root}", "--ServerApp.open_browser=False",
             f"--ServerApp.shutdown_no_activity_timeout={self.idle_shutdown}",
             f"--MappingKernelManager.cull_idle_timeout={self.idle_shutdown}",
         ]
@@ -135,7 +143,7 @@ class JupyterLab:
                 if self.server.poll() is not None:
                     break
                 time.sleep(0.5)
-        raise RuntimeError("JupyterLab did not start:\n" + (self.tmp / "server.log").read_text()[-3000:])
+        raise RuntimeError(f"{self.frontend} did not start:\n" + (self.tmp / "server.log").read_text()[-3000:])
 
     def _start_browser(self) -> None:
         from playwright.sync_api import sync_playwright
@@ -146,12 +154,19 @@ class JupyterLab:
             headless=True, viewport={"width": 1400, "height": 1000},
         )
 
-    def open(self, notebook: str, timeout: float = 90):
-        """Open a notebook (path relative to ``root``) and wait for its kernel."""
+    def open(self, notebook: str, timeout: float = 90, before=None):
+        """Open a notebook (path relative to ``root``) and wait for its kernel;
+        ``before(page)`` runs on the new page before it loads (to listen to it)."""
         page = self.context.new_page()
+        if before is not None:
+            before(page)
         page.on("pageerror", lambda e: self.page_errors.append(str(e)))
         page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        page.goto(f"{self.url}/lab/tree/{notebook}?token={self.token}")
+        if self.frontend == "lab":  # a workspace per notebook: Lab restores the last one
+            space = "".join(ch if ch.isalnum() else "-" for ch in notebook)
+            page.goto(f"{self.url}/lab/workspaces/{space}/tree/{notebook}?reset&token={self.token}")
+        else:
+            page.goto(f"{self.url}/notebooks/{notebook}?token={self.token}")
         page.wait_for_function(
             "() => window.jupyterapp && window.jupyterapp.shell.currentWidget && "
             "window.jupyterapp.shell.currentWidget.sessionContext && "

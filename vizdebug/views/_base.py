@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import time
 import uuid
 from functools import cache
 from pathlib import Path
@@ -22,6 +23,7 @@ CSS = """
 """
 
 _plotly_sent = False
+TWIN_INTERVAL = 10.0  # seconds between updates of a running view's static twin, at least
 
 
 def plotly_js(once: bool = True) -> str:
@@ -76,23 +78,37 @@ def live_esm(view_js: str) -> str:
     if "export default" not in view_js:
         raise ValueError("a view's ESM must have an `export default { render }`")
     body = view_js.replace("export default", "const __vdView =", 1)
+    # hide the twin once render() returned (and again once an async render resolved, in
+    # case it replaced its element's content); a render that throws leaves it visible
     return (f"{_fallback_js()}\n{body}\nexport default {{ ...__vdView, render(ctx) {{ "
-            "vdHideFallback(ctx.model, ctx.el); return __vdView.render(ctx); } };\n")
+            "const out = __vdView.render(ctx); vdHideFallback(ctx.model, ctx.el); "
+            "Promise.resolve(out).then(() => vdHideFallback(ctx.model, ctx.el), () => {}); "
+            "return out; } };\n")
 
 
 class View:
     """Base of every view: a live widget where a front end exists, static HTML elsewhere.
 
     Subclasses implement ``_static_html()`` (a self-contained fragment) and, when they
-    have one, ``_build_widget()``.
+    have one, ``_build_widget()``. The static twin shown beside the widget is
+    ``_twin_html()`` (by default the same fragment; lighter where the full one needs
+    plotly.js). It is a display with an id: :meth:`update_twin` redraws it with the
+    view's latest state (at the end of the driving cell, at close, and at most every
+    ``TWIN_INTERVAL`` seconds while it runs), so an executed notebook shows how it ended.
     """
 
     title = "vizdebug view"
     uses_plotly = False
     _widget: Any = None
+    _twin: Any = None  # the display handle of the static twin
+    _fallback_id = ""
+    _twin_at = -1e9
 
     def _static_html(self) -> str:
         raise NotImplementedError
+
+    def _twin_html(self) -> str:
+        return self._static_html()
 
     def _build_widget(self) -> Any:
         return None
@@ -117,10 +133,11 @@ class View:
             self._widget = self._build_widget()
         return self._widget
 
-    def _static_bundle(self, fallback_id: str | None = None) -> dict[str, Any]:
-        static = self.to_html()
-        if self.uses_plotly:
-            static = plotly_js() + static
+    def _static_bundle(self, fallback_id: str | None = None,
+                       fragment: str | None = None) -> dict[str, Any]:
+        """The twin's mime bundle: light HTML, never plotly.js."""
+        fragment = self._twin_html() if fragment is None else fragment
+        static = f'<div class="vd-view"><style>{CSS}</style>{fragment}</div>'
         if fallback_id:
             static = f'<div class="vd-static-fallback" data-vd-fallback="{fallback_id}">{static}</div>'
         return {"text/plain": repr(self), "text/html": static}
@@ -136,11 +153,30 @@ class View:
         mode = renderer()
         widget = self.widget if mode == "widget" else None
         if widget is None or not widget.has_trait("fallback_id"):
-            display(self._repr_mimebundle_(), raw=True)
+            self._twin = display(self._repr_mimebundle_(), raw=True, display_id=True)
             return
-        widget.fallback_id = uuid.uuid4().hex
-        display(self._static_bundle(widget.fallback_id), raw=True)
+        widget.fallback_id = self._fallback_id = uuid.uuid4().hex
+        self._twin_at = time.monotonic()
+        self._twin = display(self._static_bundle(self._fallback_id), raw=True, display_id=True)
         display(widget)
+
+    def update_twin(self, force: bool = False, fragment: str | None = None) -> bool:
+        """Redraw the static twin with the latest state: when ``force``d, else at most
+        every ``TWIN_INTERVAL`` seconds. True if it did. Never raises (a closed front end
+        leaves the live widget as it was)."""
+        handle = self._twin
+        if handle is None or (not force and time.monotonic() - self._twin_at < TWIN_INTERVAL):
+            return False
+        self._twin_at = time.monotonic()
+        try:
+            if self._fallback_id:
+                bundle = self._static_bundle(self._fallback_id, fragment)
+            else:
+                bundle = self._repr_mimebundle_()
+            handle.update(bundle, raw=True)
+        except Exception:
+            return False
+        return True
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         mode = renderer()

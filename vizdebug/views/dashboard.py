@@ -23,8 +23,10 @@ import numpy as np
 from ..analysis.training import diagnose
 from ..findings import Findings, findings_html
 from ..records import TrainingRecords, TrainingSource
-from ._base import View, live_esm, plotly_div
+from ._base import TWIN_INTERVAL, View, live_esm, plotly_div
 from ._dashboard_figure import dashboard_figure
+from ._figure_svg import figure_svg
+from ._plotly_bundle import keep_light
 
 _STATIC = Path(__file__).with_name("static")
 MIN_INTERVAL = 0.3
@@ -48,13 +50,11 @@ def plotly_bundle() -> Any:
 
     with _bundle_lock:
         if _bundle is None or getattr(_bundle, "comm", None) is None:
-            from plotly.offline import get_plotlyjs
-
             class PlotlyBundle(anywidget.AnyWidget):
                 _esm = "export default { render() {} };"
                 source = traitlets.Unicode().tag(sync=True)
 
-            _bundle = PlotlyBundle(source=get_plotlyjs())
+            _bundle = keep_light(PlotlyBundle())  # out of saved notebooks once loaded
         return _bundle
 
 
@@ -145,6 +145,18 @@ class Dashboard(View):
                 f'<p class="vd-note">{html.escape(status)}</p>{found}'
                 f"{plotly_div(figure, div_id)}</div>")
 
+    def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
+        """The static twin: the same content as a light SVG picture (no plotly.js)."""
+        figure, found, status = content or self._content(flush=not self.source.closed)
+        return (f'<div class="vd-dashboard vd-dashboard-static"><h3>Training dashboard</h3>'
+                f'<p class="vd-note vd-twin-status">{html.escape(status)}</p>{found}'
+                f"{figure_svg(figure)}</div>")
+
+    def _sync_twin(self, content: tuple[dict[str, Any], str, str], force: bool) -> None:
+        """After a push: the static twin too, when due (see ``View.update_twin``)."""
+        if self._twin is not None and (force or time.monotonic() - self._twin_at >= TWIN_INTERVAL):
+            self.update_twin(True, self._twin_html(content))
+
     # -- live widget ------------------------------------------------------------------------
     def _build_widget(self) -> Any:
         global _WIDGET_CLASS
@@ -197,6 +209,7 @@ class Dashboard(View):
             widget.status = status
             widget.revision = widget.revision + 1
         self._last_version = version
+        self._sync_twin((figure, found, status), force)
         self._last_cost = self.clock() - start
         self.kernel_seconds += self._last_cost
         self.refreshes += 1

@@ -9,7 +9,13 @@ function loadPlotly(model) {
     window.__vizdebugPlotly = (async () => {
       const ref = model.get("bundle") || "";
       const bundle = await model.widget_manager.get_model(ref.replace("IPY_MODEL_", ""));
-      const source = bundle.get("source");
+      let source = bundle.get("source");
+      if (!source) {  // released from the widget state (see _plotly_bundle.py): ask again
+        source = await new Promise((resolve) => {
+          bundle.on("change:source", () => { if (bundle.get("source")) resolve(bundle.get("source")); });
+          bundle.send({ want: "source" });
+        });
+      }
       const amd = window.define;
       window.define = undefined; // plotly's UMD header must set window.Plotly, not define()
       try {

@@ -173,9 +173,7 @@ function vdCreatePlot(canvas, n) {
 function vdNoWebGL(model, el, ui, err) {
   ui.status.textContent = ` cannot draw here: WebGL is not available (${err.message}); showing the static picture`;
   ui.stage.style.display = "none";
-  const id = model.get("fallback_id");
-  const twin = id ? vdFindFallback(el, '[data-vd-fallback="' + id + '"]') : null;
-  if (twin) twin.style.display = "";
+  vdShowFallback(model, el);
 }
 
 function render({ model, el }) {

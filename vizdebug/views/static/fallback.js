@@ -1,27 +1,23 @@
 // Shared by every vizdebug widget. A view is displayed as two outputs: static HTML first
-// (for nbconvert, GitHub, a closed kernel) and then the live widget. Once the widget
-// renders, it hides its own static twin, found by id among the preceding siblings of
-// the output that holds the widget.
-// The widget's element is attached to the page only after render() returns, so the
-// search is retried on later frames for a few seconds.
-function vdFindFallback(el, sel) {
-  let node = el;
-  for (let depth = 0; node && depth < 12; depth++) {
-    for (let sib = node.previousElementSibling; sib; sib = sib.previousElementSibling) {
-      if (sib.matches(sel) || sib.querySelector(sel)) return sib;
-    }
-    node = node.parentElement;
+// (for nbconvert, GitHub, a closed kernel), then the live widget. Once the widget has
+// rendered, it hides its own static twin with a style rule placed inside its own element
+// (the `el` anywidget hands to render): no walk through the front end's DOM, so it works
+// wherever the two outputs share a document (JupyterLab, Notebook 7, VS Code, nbconvert
+// pages with live widgets). Where a widget fails to render, its twin stays visible.
+function vdHideFallback(model, el) {
+  const id = String(model.get("fallback_id") || "");
+  if (!/^[0-9a-f]{8,64}$/.test(id) || el.dataset.vdTwinShown === "1") return;
+  let style = el.querySelector(":scope > style.vd-twin-hider");
+  if (!style) {
+    style = document.createElement("style");
+    style.className = "vd-twin-hider";
+    el.appendChild(style);
   }
-  return null;
+  style.textContent = '.vd-static-fallback[data-vd-fallback="' + id + '"]{display:none !important}';
 }
 
-function vdHideFallback(model, el, tries = 0) {
-  const id = model.get("fallback_id");
-  if (!id) return;
-  const twin = el.isConnected ? vdFindFallback(el, '[data-vd-fallback="' + id + '"]') : null;
-  if (twin) {
-    twin.style.display = "none";
-  } else if (tries < 120) {
-    setTimeout(() => vdHideFallback(model, el, tries + 1), 50);
-  }
+// A widget that cannot draw here (no WebGL, say) shows its static twin again.
+function vdShowFallback(model, el) {
+  el.dataset.vdTwinShown = "1";
+  el.querySelectorAll(":scope > style.vd-twin-hider").forEach((s) => s.remove());
 }
