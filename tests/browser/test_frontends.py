@@ -35,7 +35,7 @@ class Traffic:
         self.frames: list[int] = []
 
     def attach(self, page) -> None:
-        page.on("requestfinished", self.requests.append)
+        page.on("requestfinished", lambda request: self.requests.append(request))
         page.on("websocket", lambda ws: ws.on(
             "framereceived", lambda payload: self.frames.append(len(payload))))
 
@@ -50,7 +50,7 @@ class Traffic:
 def _prepare(root) -> None:
     nb = nbformat.read(root / "02_live_training.ipynb", as_version=4)
     for cell in nb.cells:
-        cell.source = cell.source.replace("epochs=8", "epochs=1")
+        cell.source = cell.source.replace("epochs=8", "epochs=1").replace("epochs=2", "epochs=1")
     nbformat.write(nb, root / "02_live_training.ipynb")
     empty = nbformat.v4.new_notebook()
     empty.cells = [nbformat.v4.new_code_cell("1 + 1")]
@@ -89,8 +89,8 @@ def _dashboards(page) -> None:
     assert all(n > 0 for n in drawn), drawn
     statuses = page.locator(".jp-Notebook .vd-dash .vd-status").all_inner_texts()
     assert all("closed" in s for s in statuses), statuses
-    notice = page.locator(".jp-Notebook .vd-anomaly-notice")
-    assert notice.count() == 1 and notice.first.is_visible()
+    notice = page.locator(".jp-Notebook .vd-anomaly-notice")  # once per session that saw
+    assert notice.count() == 2 and notice.first.is_visible()  # NaN: the bad and the stored
     assert "nonfinite" in notice.first.inner_text()
     stderr = page.locator(".jp-Notebook [data-mime-type='application/vnd.jupyter.stderr']")
     assert not any("AnomalyWarning" in t for t in stderr.all_inner_texts())
@@ -101,19 +101,23 @@ def test_example_notebooks_in_both_front_ends(frontend, lab_root):
     _prepare(lab_root)
     start = time.perf_counter()
     with JupyterLab(lab_root, artifacts=ARTIFACTS, frontend=frontend) as app:
-        page, _, empty = _run(app, "empty.ipynb")
-        page.close()
+        if frontend == "lab":  # the baseline for page bytes (Lab's is the heavier page)
+            page, _, empty = _run(app, "empty.ipynb")
+            page.close()
         for name in NOTEBOOKS[frontend]:
+            began = time.perf_counter()
             page, state, traffic = _run(app, name)
+            print(f"{frontend}: {name} ran in {time.perf_counter() - began:.0f} s")
             _essentials(app, page, state, name)
             if name.startswith("02"):
                 _dashboards(page)
                 big = [n for n in traffic.frames if n > 3 * MB]
                 assert len(big) <= 1, f"plotly.js crossed the websocket {len(big)} times"
-                extra = traffic.total() - empty.total()
-                print(f"{frontend}: notebook 02 page bytes beyond an empty notebook: "
-                      f"{extra / MB:.1f} MB (websocket {sum(traffic.frames) / MB:.1f} MB)")
-                assert extra <= 6 * MB
+                if frontend == "lab":
+                    extra = traffic.total() - empty.total()
+                    print(f"lab: notebook 02 page bytes beyond an empty notebook: "
+                          f"{extra / MB:.1f} MB (websocket {sum(traffic.frames) / MB:.1f} MB)")
+                    assert extra <= 6 * MB
                 app.screenshot(page, f"02_{frontend}.png")
             page.close()
     print(f"{frontend}: {time.perf_counter() - start:.0f} s")

@@ -52,7 +52,7 @@ def plotly_bundle() -> Any:
         if _bundle is None or getattr(_bundle, "comm", None) is None:
             class PlotlyBundle(anywidget.AnyWidget):
                 _esm = "export default { render() {} };"
-                source = traitlets.Unicode().tag(sync=True)
+                source = traitlets.Bytes(b"").tag(sync=True)  # plotly.js, gzip
 
             _bundle = keep_light(PlotlyBundle())  # out of saved notebooks once loaded
         return _bundle

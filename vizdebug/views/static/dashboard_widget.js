@@ -9,13 +9,15 @@ function loadPlotly(model) {
     window.__vizdebugPlotly = (async () => {
       const ref = model.get("bundle") || "";
       const bundle = await model.widget_manager.get_model(ref.replace("IPY_MODEL_", ""));
-      let source = bundle.get("source");
-      if (!source) {  // released from the widget state (see _plotly_bundle.py): ask again
-        source = await new Promise((resolve) => {
-          bundle.on("change:source", () => { if (bundle.get("source")) resolve(bundle.get("source")); });
-          bundle.send({ want: "source" });
-        });
-      }
+      // gzip bytes (1.5 MB instead of 4.8); released from the widget state once loaded
+      // (see _plotly_bundle.py): a page that comes later asks for them again
+      const has = () => { const v = bundle.get("source"); return v && v.byteLength > 0 ? v : null; };
+      const packed = has() || await new Promise((resolve) => {
+        bundle.on("change:source", () => { if (has()) resolve(has()); });
+        bundle.send({ want: "source" });
+      });
+      const unpacked = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
+      const source = await new Response(unpacked).text();
       const amd = window.define;
       window.define = undefined; // plotly's UMD header must set window.Plotly, not define()
       try {
