@@ -1,10 +1,13 @@
 """The Lightning callback on a tiny regression module, trained on the CPU in well under a
 second per fit: a learning rate 100x too high is found, the same run at a sane rate is
 clean, and the callback follows fast_dev_run, validation, gradient accumulation, a
-stored run, a crash and (slow) DDP with two gloo processes. The extra is installed by
+stored run, a crash, tracked embeddings and (slow) DDP with two gloo processes. The extra is installed by
 scripts/test.sh (`pip install -e ".[test,lightning,transformers]"`)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import lightning.pytorch as L
 import pytest
@@ -182,3 +185,65 @@ def test_eval_names():
 
     assert [eval_name(n) for n in ("val_loss", "val/acc", "acc", "eval/f1", "test_x")] == [
         "val_loss", "val_acc", "val_acc", "eval_f1", "test_x"]
+
+
+DDP_SCRIPT = '''
+import sys, torch, lightning.pytorch as L
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from vizdebug.integrations.lightning import VizdebugCallback
+
+class Regressor(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return nn.functional.mse_loss(self.net(x), y)
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", nn.functional.mse_loss(self.net(x), y), sync_dist=True)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(256, 8, generator=g)
+    y = x.sum(1, keepdim=True)
+    torch.manual_seed(0)
+    cb = VizdebugCallback(run=sys.argv[1])
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=2, strategy="ddp",
+                        callbacks=[cb], enable_progress_bar=False, logger=False,
+                        enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(Regressor(), DataLoader(TensorDataset(x[:192], y[:192]), batch_size=16),
+                DataLoader(TensorDataset(x[192:], y[192:]), batch_size=32))
+    assert cb.session.rank == trainer.global_rank and trainer.global_step == 12
+'''
+
+
+@pytest.mark.slow
+def test_ddp_with_two_gloo_processes_stores_one_run_per_rank(tmp_path):
+    """strategy="ddp" on the CPU (gloo), two processes started by Lightning: each rank
+    watches its own replica; a folder given as run= becomes one name for the job (rank
+    0's, broadcast), rank 1 writing <name>.rank1.sqlite beside rank 0's file."""
+    script = tmp_path / "fit_ddp.py"
+    script.write_text(DDP_SCRIPT)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    done = subprocess.run([sys.executable, str(script), str(runs)], capture_output=True,
+                          text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = {p.name for p in runs.iterdir()}
+    first = min(files, key=len)
+    assert files == {first, first.replace(".sqlite", ".rank1.sqlite")}
+    run = vd.open_run(runs / first)
+    others = run.rank_runs()
+    assert [int(r.meta["rank"]) for r in [run, *others]] == [0, 1]
+    assert [(r.state, r.last_step) for r in [run, *others]] == [("closed", 11)] * 2
+    df = run.scalars()  # both ranks, tagged
+    assert sorted(df["rank"].unique()) == [0, 1]
+    for rank in (0, 1):
+        mine = df[df["rank"] == rank]
+        assert mine[mine.name == "loss"].step.tolist() == list(range(12))  # 96 samples a rank
+        assert mine[mine.name == "val_loss"].step.tolist() == [5, 11]
