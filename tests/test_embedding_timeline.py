@@ -79,6 +79,21 @@ def test_shapes_curve_and_widget_buffers():
     assert not view.findings.codes  # clean, well separated classes
 
 
+def test_append_adds_a_frame_that_follows_the_last_one():
+    x, y = blobs(n=150)
+    view = show_embedding_frames(frames_of(x, x * 1.1), labels=y, method="pca").wait(60)
+    w = view.widget
+    later = EmbeddingFrame("fc1", 300, 3, x * 1.2 + 1e-3)
+    view.append([later]).wait(60)
+    assert view.steps == [0, 100, 300] and len(view.curve["trust"]) == 3
+    assert moved(view.layouts[1], view.layouts[2]) < 0.005
+    assert len(w.xs) == 4 * 3 * 150 and w.steps == [0, 100, 300] and "layouts" in view.timings
+    with pytest.raises(VizdebugError, match="later frames"):
+        view.append([EmbeddingFrame("fc1", 50, 0, x)])
+    with pytest.raises(VizdebugError, match="layer 'fc1'"):
+        view.append([EmbeddingFrame("fc2", 400, 4, x)])
+
+
 def test_collapse_over_frames_is_found_and_clean_growth_is_not():
     x, y = blobs(n=200)
     fading = frames_of(x, x * 0.1, x * 1e-3 + 5)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 import threading
-from functools import lru_cache
+import time
 from typing import Any
 
 import numpy as np
@@ -25,15 +25,17 @@ from ..analysis.embedding_align import (
     follow_layout,
     in_box,
     layout_trust,
+    normalised,
+    procrustes_onto,
     spread,
 )
 from ..analysis.embedding_frames import Timeline, collapse_finding, frame_name, read_frames
-from ..analysis.embeddings import choose_method, per_point
+from ..analysis.embeddings import choose_method, pca_layout, per_point
 from ..analysis.embeddings_findings import feature_geometry, geometry_findings
 from ..errors import VizdebugError
 from ..findings import Findings, findings_html
-from ._base import View, live_esm
-from .embeddings import _VENDOR, NAMES, EmbeddingView, _asset
+from ._base import View
+from .embeddings import FIRST_PICTURE_GRACE, NAMES, EmbeddingView
 from .embeddings_data import (
     check_images,
     class_codes,
@@ -47,6 +49,7 @@ from .embeddings_data import (
     take,
     thumbnails,
 )
+from .embeddings_widgets import timeline_widget
 
 
 class EmbeddingTimelineView(View):
@@ -69,7 +72,10 @@ class EmbeddingTimelineView(View):
         self.method = method
         self.params = dict(params or {})
         self.classes = class_codes(labels, None)
-        self.layouts = in_box(aligned_previews(timeline.values))
+        self._shown = aligned_previews(timeline.values)  # normalised, one per frame
+        self._raw: list[np.ndarray] = []  # refined layouts in the library's scale
+        self.layouts = in_box(self._shown)
+        self._version = self._sent = 0  # of the layouts: made, and sent to the browser
         self.layout_name = "PCA preview" if method != "pca" else "PCA"
         self.curve: dict[str, list[float | None]] = {"knn": [], "trust": [], "rank": [],
                                                      "spread": []}
@@ -80,10 +86,13 @@ class EmbeddingTimelineView(View):
         self._suspects: list[int] = []
         self._analysed, self._done = threading.Event(), threading.Event()
         self._running = True
-        self._sync = threading.Lock()
+        self._sync, self._lock = threading.Lock(), threading.Lock()
         self._display: Any = None
         self._fallback_id = ""
         self._selected: list[int] = []
+        self._drawn = threading.Event()  # set once a first picture has been asked for
+        self._since = time.perf_counter()  # the call (or append) being placed
+        self.timings: dict[str, float] = {}  # seconds: layouts (from the last call/append)
 
     def start(self) -> EmbeddingTimelineView:
         """Start the background thread (figures per frame, findings, refined layouts)."""
@@ -93,6 +102,7 @@ class EmbeddingTimelineView(View):
 
     def wait(self, timeout: float | None = None) -> EmbeddingTimelineView:
         """Block until the refined layouts and every figure are in (or ``timeout`` passes)."""
+        self._drawn.set()
         self._done.wait(timeout)
         self._refresh_static()
         return self
@@ -111,6 +121,7 @@ class EmbeddingTimelineView(View):
     def findings(self) -> Findings:
         """``representation-collapse`` over the frames; ``label-noise-suspects`` and
         ``class-overlap`` on the last frame (waits for the figures)."""
+        self._drawn.set()
         self._analysed.wait()
         return self._findings
 
@@ -128,37 +139,87 @@ class EmbeddingTimelineView(View):
         where = np.searchsorted(self.timeline.rows, self._selected)
         return selected_grid(self.images, where, self.classes, n)
 
+    def append(self, frames: Any) -> EmbeddingTimelineView:
+        """Add later frames of the same layer and probe (another epoch, say): each is
+        drawn at once (its PCA turned onto the last frame's picture), then refined in the
+        background from the last refined layout; the slider grows in the browser."""
+        more = read_frames(frames)
+        t = self.timeline
+        if more.layer != t.layer or more.n_probe != t.n_probe:
+            raise VizdebugError(f"append takes frames of layer {t.layer!r} with {t.n_probe} "
+                                f"probe rows, got layer {more.layer!r} with {more.n_probe}")
+        if more.steps[0] < t.steps[-1]:
+            raise VizdebugError(f"append takes later frames: step {more.steps[0]} comes "
+                                f"before the last frame shown (step {t.steps[-1]})")
+        lost = np.setdiff1d(t.rows, more.rows)
+        if len(lost):
+            raise VizdebugError(f"probe rows {lost[:10].tolist()} hold NaN or inf in the new "
+                                "frames: the points shown so far cannot be followed into them")
+        keep = np.searchsorted(more.rows, t.rows)
+        with self._lock:
+            for step, epoch, x in zip(more.steps, more.epochs, more.values):
+                t.steps.append(step)
+                t.epochs.append(epoch)
+                t.values.append(x[keep])
+                self._shown.append(procrustes_onto(pca_layout(x[keep]), self._shown[-1]))
+            self.layouts, self._since = in_box(self._shown), time.perf_counter()
+            self._version += 1
+            idle, self._running = not self._running, True
+            self._done.clear()
+        self._push()
+        return self.start() if idle else self
+
     def _work(self) -> None:
         try:
-            self._measure()
-            if self.method != "pca":
-                self._refine()
-            self._trust()
+            self._drawn.wait(FIRST_PICTURE_GRACE)  # the previews first: no GIL taken from them
+            self._thumbnails()
+            while self._round():
+                pass
         except Exception as exc:  # shown in the view; the previews stay
             self.error = f"{self.stage or 'refinement'} failed: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self._running = False
         finally:
             self._analysed.set()
-            self.stage, self._running = "", False
+            self.stage = ""
             self._push()
             self._refresh_static()
-            self._done.set()
+            if not self._running:
+                self._done.set()
 
-    def _measure(self) -> None:
-        if self.images is not None:
-            self._set_stage("making thumbnails")
-            try:
-                self.thumbs, why = thumbnails(self.images, len(self.timeline.rows))
-            except Exception as exc:  # the picture matters more than its thumbnails
-                why = f"no thumbnails: {exc}"
-            self.notes += [why] if why else []
+    def _round(self) -> bool:
+        """Measure, refine and rate the frames not yet done; False once none are left."""
+        n = len(self.timeline.values)
+        self._measure(len(self.curve["knn"]), n)
+        if self.method != "pca":
+            self._refine(len(self._raw), n)
+        self.timings["layouts"] = round(time.perf_counter() - self._since, 4)
+        self._trust(len(self.curve["trust"]), n)
+        with self._lock:
+            more = len(self.timeline.values) > n
+            self._running = more
+            return more
+
+    def _thumbnails(self) -> None:
+        if self.images is None or self.thumbs:
+            return
+        self._set_stage("making thumbnails")
+        try:
+            self.thumbs, why = thumbnails(self.images, len(self.timeline.rows))
+        except Exception as exc:  # the picture matters more than its thumbnails
+            why = f"no thumbnails: {exc}"
+        self.notes += [why] if why else []
+
+    def _measure(self, first: int, n: int) -> None:
         values, geo = self.timeline.values, None
-        for i, x in enumerate(values):
-            self._set_stage(f"measuring frame {i + 1} of {len(values)}")
-            geo = feature_geometry(x, self.labels)
+        for i in range(first, n):
+            self._set_stage(f"measuring frame {i + 1} of {n}")
+            geo = feature_geometry(values[i], self.labels)
             self.curve["knn"].append(geo.knn_features)
-            self.curve["rank"].append(effective_rank(x))
-            self.curve["spread"].append(spread(x))
-        self._find(geo)
+            self.curve["rank"].append(effective_rank(values[i]))
+            self.curve["spread"].append(spread(values[i]))
+        if geo is not None:
+            self._find(geo)
 
     def _find(self, geo: Any) -> None:
         found = list(geometry_findings(geo, self.timeline.rows))
@@ -172,24 +233,29 @@ class EmbeddingTimelineView(View):
         self._analysed.set()
         self._push()
 
-    def _refine(self) -> None:
-        name, refined, previous = NAMES[self.method], [], None
-        for i, x in enumerate(self.timeline.values):
-            what = f"{name} of frame {i + 1} of {len(self.timeline.values)}"
-            self._set_stage(f"fitting {what}" + (" (from the previous frame)" if i else ""))
-            previous = follow_layout(x, previous, self.method, self.params,
-                                     stage=lambda _msg: None)
-            refined.append(previous)
-        self.layouts, self.layout_name = in_box(refined), name
+    def _refine(self, first: int, n: int) -> None:
+        name = NAMES[self.method]
+        for i in range(first, n):
+            self._set_stage(f"fitting {name} of frame {i + 1} of {n}"
+                            + (" (from the previous frame)" if i else ""))
+            previous = self._raw[-1] if self._raw else None
+            self._raw.append(follow_layout(self.timeline.values[i], previous, self.method,
+                                           self.params, stage=lambda _msg: None))
+        with self._lock:
+            self._shown[:n] = [normalised(v) for v in self._raw[:n]]
+            if len(self._shown) > n:  # frames appended meanwhile: turned onto the new ones
+                self._shown[n] = procrustes_onto(self._shown[n], self._shown[n - 1])
+            self.layouts, self.layout_name = in_box(self._shown), name
+            self._version += 1
         self._push()
 
-    def _trust(self) -> None:
+    def _trust(self, first: int, n: int) -> None:
         """Trustworthiness of each frame's picture, after the pictures are in place."""
         if len(self.timeline.rows) < 5:
             return
         self._set_stage("measuring the pictures")
-        self.curve["trust"] = [layout_trust(x, layout) for x, layout in
-                               zip(self.timeline.values, self.layouts)]
+        self.curve["trust"] += [layout_trust(self.timeline.values[i], self.layouts[i])
+                                for i in range(first, n)]
 
     def _set_stage(self, text: str) -> None:
         self.stage = text
@@ -202,9 +268,11 @@ class EmbeddingTimelineView(View):
 
     def _send(self, w: Any) -> None:
         with w.hold_sync():
-            if len(w.xs) != 4 * len(self.layouts) * len(self.timeline.rows) or (
-                    w.layout_name != self.layout_name):
+            if self._sent != self._version:  # frames appended or layouts refined
+                t = self.timeline
+                w.steps, w.epochs = list(t.steps), [-1 if e is None else int(e) for e in t.epochs]
                 w.xs, w.ys = self._coordinates()
+                self._sent = self._version
             w.layout_name = self.layout_name
             w.stage, w.error, w.busy = self.stage, self.error, self._running
             w.info_html = self._info_html()
@@ -230,9 +298,11 @@ class EmbeddingTimelineView(View):
             return self._widget
 
     def _new_widget(self) -> Any:
+        self._drawn.set()
         t, c = self.timeline, self.classes
         xs, ys = self._coordinates()
-        widget = _widget_class()(
+        self._sent = self._version
+        widget = timeline_widget()(
             xs=xs, ys=ys, n_points=len(t.rows), steps=list(t.steps),
             epochs=[-1 if e is None else int(e) for e in t.epochs], layer=t.layer,
             frame=len(t.steps) - 1, rows=t.rows.astype("<i4").tobytes(),
@@ -261,6 +331,7 @@ class EmbeddingTimelineView(View):
         return f'<div class="vd-emb-info">{head}{notes}{error}{found}</div>'
 
     def _static_html(self) -> str:
+        self._drawn.set()
         t, last = self.timeline, len(self.layouts) - 1
         colours = point_colours(self.classes, None, len(t.rows))
         picture = scatter_png(self.layouts[last], colours)
@@ -280,42 +351,6 @@ class EmbeddingTimelineView(View):
         return (f"EmbeddingTimelineView(layer {self.timeline.layer!r}, {len(self.layouts)} "
                 f"frames x {len(self.timeline.rows)} points, {self.layout_name}, {state}, "
                 f"findings: {', '.join(self._findings.codes) or 'none'})")
-
-
-@lru_cache(maxsize=1)
-def _widget_class() -> type:
-    import anywidget
-    import traitlets
-
-    widget_js = _asset("embeddings_widget.js").replace("export default { render };", "")
-
-    class EmbeddingTimelineWidget(anywidget.AnyWidget):
-        _esm = live_esm("\n".join([_asset(_VENDOR), widget_js,
-                                   _asset("embedding_timeline.js")]))
-        _css = _asset("embeddings.css")
-        xs = traitlets.Bytes(b"").tag(sync=True)
-        ys = traitlets.Bytes(b"").tag(sync=True)
-        n_points = traitlets.Int(0).tag(sync=True)
-        steps = traitlets.List(traitlets.Int()).tag(sync=True)
-        epochs = traitlets.List(traitlets.Int()).tag(sync=True)
-        layer = traitlets.Unicode("").tag(sync=True)
-        frame = traitlets.Int(0).tag(sync=True)
-        rows = traitlets.Bytes(b"").tag(sync=True)
-        labels = traitlets.Bytes(b"").tag(sync=True)
-        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        curve = traitlets.Dict().tag(sync=True)
-        layout_name = traitlets.Unicode("").tag(sync=True)
-        stage = traitlets.Unicode("").tag(sync=True)
-        error = traitlets.Unicode("").tag(sync=True)
-        busy = traitlets.Bool(False).tag(sync=True)
-        info_html = traitlets.Unicode("").tag(sync=True)
-        color_by = traitlets.Unicode("label").tag(sync=True)
-        selected = traitlets.List(traitlets.Int()).tag(sync=True)
-        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
-        fallback_id = traitlets.Unicode("").tag(sync=True)
-
-    return EmbeddingTimelineWidget
 
 
 def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None,

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 import uuid
-from functools import cache, lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,7 @@ from ..analysis.embeddings_findings import (
     layout_quality,
 )
 from ..findings import Findings, findings_html
-from ._base import View, live_esm
+from ._base import View
 from .embeddings_data import (
     as_losses,
     check_images,
@@ -52,15 +51,10 @@ from .embeddings_data import (
     take,
     thumbnails,
 )
+from .embeddings_widgets import embedding_widget
 
-_STATIC = Path(__file__).with_name("static")
-_VENDOR = "vendor/regl-scatterplot-1.16.0.js"
 NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
-
-
-@cache
-def _asset(name: str) -> str:
-    return (_STATIC / name).read_text(encoding="utf-8")
+FIRST_PICTURE_GRACE = 1.0  # s the worker waits for the preview to be drawn (or asked for)
 
 
 class EmbeddingView(View):
@@ -110,11 +104,15 @@ class EmbeddingView(View):
         self._display: Any = None
         self._fallback_id = ""
         self._selected: list[int] = []
+        self._drawn = threading.Event()  # set once a first picture has been asked for
+        self._started = time.perf_counter()
+        self.timings: dict[str, float] = {}  # seconds from the call: layout, done
 
     @classmethod
     def from_arrays(cls, features: Any, *, labels=None, images=None, predictions=None,
                     losses=None, method: str = "auto", **params: Any) -> EmbeddingView:
         """Check the inputs, draw the preview and start the refinement thread."""
+        started = time.perf_counter()
         fs = as_features(features)
         n = fs.n_input
         per = {name: per_point(v, n, name) for name, v in
@@ -128,6 +126,7 @@ class EmbeddingView(View):
         view = cls(fs, preview, images=take(images, fs.rows, n), method=chosen, params=params,
                    **subset)
         view._note_input(method, chosen)
+        view._started = started
         return view.start()
 
     def _note_input(self, asked: str, chosen: str) -> None:
@@ -140,7 +139,8 @@ class EmbeddingView(View):
         return self
 
     def wait(self, timeout: float | None = None) -> EmbeddingView:
-        """Block until the refined layout is in (or ``timeout`` seconds pass)."""
+        """Block until the refined layout and its figures are in (or ``timeout`` passes)."""
+        self._drawn.set()
         self._done.wait(timeout)
         self._refresh_static()
         return self
@@ -153,6 +153,7 @@ class EmbeddingView(View):
     @property
     def findings(self) -> Findings:
         """``label-noise-suspects`` and ``class-overlap`` (waits for the neighbour step)."""
+        self._drawn.set()
         self._analysed.wait()
         return self._findings
 
@@ -173,27 +174,42 @@ class EmbeddingView(View):
 
     def _work(self) -> None:
         try:
-            self._analyse()
+            self._drawn.wait(FIRST_PICTURE_GRACE)  # the preview first: no GIL taken from it
+            self._thumbnails()
             if self.method != "pca":
-                self._refine()
+                self._failing(self._refine)  # the picture first; its figures after the swap
+            self._analyse()
         except Exception as exc:  # shown in the view; the preview stays
-            self.error = f"{self.stage or 'refinement'} failed: {type(exc).__name__}: {exc}"
+            self._failed(exc)
         finally:
             self._analysed.set()
             self.stage, self._running = "", False
             self._push()
             self._refresh_static()
             self._done.set()
+            self.timings["done"] = self._clock()
+
+    def _failing(self, step: Any) -> None:
+        try:
+            step()
+        except Exception as exc:  # a failed fit keeps the preview and its findings
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        self.error = f"{self.stage or 'refinement'} failed: {type(exc).__name__}: {exc}"
+
+    def _thumbnails(self) -> None:
+        if self.images is None:
+            return
+        self._set_stage("making thumbnails")
+        try:
+            self.thumbs, why = thumbnails(self.images, len(self.features.values))
+        except Exception as exc:  # the picture matters more than its thumbnails
+            why = f"no thumbnails: {exc}"
+        self.notes += [why] if why else []
 
     def _analyse(self) -> None:
         x = self.features.values
-        if self.images is not None:
-            self._set_stage("making thumbnails")
-            try:
-                self.thumbs, why = thumbnails(self.images, len(x))
-            except Exception as exc:  # the picture matters more than its thumbnails
-                why = f"no thumbnails: {exc}"
-            self.notes += [why] if why else []
         dups = duplicate_count(x)
         if dups:
             self.notes.append(f"{dups} points repeat another point exactly (drawn on top)")
@@ -201,16 +217,19 @@ class EmbeddingView(View):
         self._geometry = feature_geometry(x, self.labels)
         self._findings = geometry_findings(self._geometry, self.features.rows)
         self._analysed.set()
-        if self.method == "pca":  # else only the refined layout is measured (~1 s each)
-            self.quality = layout_quality(x, self.layout, self._geometry)
         self._push()
+        self._set_stage("measuring the picture")
+        self.quality = layout_quality(x, self.layout, self._geometry)
 
     def _refine(self) -> None:
         x = self.features.values
         layout = unit_box(refined_layout(x, self.method, self.params, stage=self._set_stage))
-        self._set_stage("measuring the picture")
-        quality = layout_quality(x, layout, self._geometry)
-        self.layout, self.layout_name, self.quality = layout, NAMES[self.method], quality
+        self.layout, self.layout_name = layout, NAMES[self.method]
+        self.timings["layout"] = self._clock()
+        self._push()
+
+    def _clock(self) -> float:
+        return round(time.perf_counter() - self._started, 4)
 
     def _set_stage(self, text: str) -> None:
         self.stage = text
@@ -244,8 +263,9 @@ class EmbeddingView(View):
             return self._widget
 
     def _new_widget(self) -> Any:
+        self._drawn.set()
         c = self.classes
-        widget = _widget_class()(
+        widget = embedding_widget()(
             x=f32(self.layout[:, 0]), y=f32(self.layout[:, 1]),
             rows=self.features.rows.astype("<i4").tobytes(), class_names=c.names,
             labels=i32(c.labels), predictions=i32(c.predictions),
@@ -279,6 +299,7 @@ class EmbeddingView(View):
         return f'<div class="vd-emb-info">{head}{notes}{error}{quality}{found}</div>'
 
     def _static_html(self) -> str:
+        self._drawn.set()
         colours = point_colours(self.classes, self.losses, len(self.layout))
         picture = scatter_png(self.layout, colours)
         status = "" if not self._running else (
@@ -322,35 +343,6 @@ class EmbeddingView(View):
         state = "done" if self.done else f"refining: {self.stage}"
         return (f"EmbeddingView({len(self.layout)} points, {self.layout_name}, {state}, "
                 f"findings: {', '.join(self._findings.codes) or 'none'})")
-
-
-@lru_cache(maxsize=1)
-def _widget_class() -> type:
-    import anywidget
-    import traitlets
-
-    class EmbeddingWidget(anywidget.AnyWidget):
-        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
-        _css = _asset("embeddings.css")
-        x = traitlets.Bytes(b"").tag(sync=True)
-        y = traitlets.Bytes(b"").tag(sync=True)
-        rows = traitlets.Bytes(b"").tag(sync=True)
-        labels = traitlets.Bytes(b"").tag(sync=True)
-        predictions = traitlets.Bytes(b"").tag(sync=True)
-        losses = traitlets.Bytes(b"").tag(sync=True)
-        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        layout_name = traitlets.Unicode("").tag(sync=True)
-        stage = traitlets.Unicode("").tag(sync=True)
-        error = traitlets.Unicode("").tag(sync=True)
-        busy = traitlets.Bool(False).tag(sync=True)
-        info_html = traitlets.Unicode("").tag(sync=True)
-        color_by = traitlets.Unicode("label").tag(sync=True)
-        selected = traitlets.List(traitlets.Int()).tag(sync=True)
-        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
-        fallback_id = traitlets.Unicode("").tag(sync=True)
-
-    return EmbeddingWidget
 
 
 def show_embeddings(features: Any, *, labels=None, images=None, predictions=None, losses=None,

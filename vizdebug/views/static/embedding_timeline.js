@@ -118,8 +118,12 @@ function vdtRender({ model, el }) {
     clearTimeout(s.saveTimer);  // tell Python where the slider is, once it rests
     s.saveTimer = setTimeout(() => { model.set("frame", Number(time.slider.value)); model.save_changes(); }, 200);
   });
-  const relayout = () => {  // the refined layouts replace the previews, animated
+  const relayout = () => {  // refined layouts replace the previews, or frames were added
+    const atEnd = Number(time.slider.value) >= Number(time.slider.max);
     s.d = vdtData(model);
+    time.slider.max = String(Math.max(0, s.d.frames - 1));
+    if (atEnd) time.slider.value = time.slider.max;  // following the newest frame
+    marks();
     s.frame = vdtAt(s.d, Number(time.slider.value));
     if (s.plot) s.plot.draw(points()[0], { ...options(true), transitionDuration: 750 });
   };

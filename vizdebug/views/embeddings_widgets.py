@@ -1,0 +1,84 @@
+"""The anywidget classes of the embedding views: the traits they sync and their browser
+code (regl-scatterplot, vendored, then the view's own script)."""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+from pathlib import Path
+
+from ._base import live_esm
+
+_STATIC = Path(__file__).with_name("static")
+_VENDOR = "vendor/regl-scatterplot-1.16.0.js"
+
+
+@cache
+def _asset(name: str) -> str:
+    return (_STATIC / name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def embedding_widget() -> type:
+    """The anywidget class of :class:`~vizdebug.views.embeddings.EmbeddingView`."""
+    import anywidget
+    import traitlets
+
+    class EmbeddingWidget(anywidget.AnyWidget):
+        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
+        _css = _asset("embeddings.css")
+        x = traitlets.Bytes(b"").tag(sync=True)
+        y = traitlets.Bytes(b"").tag(sync=True)
+        rows = traitlets.Bytes(b"").tag(sync=True)
+        labels = traitlets.Bytes(b"").tag(sync=True)
+        predictions = traitlets.Bytes(b"").tag(sync=True)
+        losses = traitlets.Bytes(b"").tag(sync=True)
+        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        layout_name = traitlets.Unicode("").tag(sync=True)
+        stage = traitlets.Unicode("").tag(sync=True)
+        error = traitlets.Unicode("").tag(sync=True)
+        busy = traitlets.Bool(False).tag(sync=True)
+        info_html = traitlets.Unicode("").tag(sync=True)
+        color_by = traitlets.Unicode("label").tag(sync=True)
+        selected = traitlets.List(traitlets.Int()).tag(sync=True)
+        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)
+
+    return EmbeddingWidget
+
+
+@lru_cache(maxsize=1)
+def timeline_widget() -> type:
+    """The anywidget class of the embedding timeline (the slider's frames in ``xs``/``ys``)."""
+    import anywidget
+    import traitlets
+
+    widget_js = _asset("embeddings_widget.js").replace("export default { render };", "")
+
+    class EmbeddingTimelineWidget(anywidget.AnyWidget):
+        _esm = live_esm("\n".join([_asset(_VENDOR), widget_js,
+                                   _asset("embedding_timeline.js")]))
+        _css = _asset("embeddings.css")
+        xs = traitlets.Bytes(b"").tag(sync=True)
+        ys = traitlets.Bytes(b"").tag(sync=True)
+        n_points = traitlets.Int(0).tag(sync=True)
+        steps = traitlets.List(traitlets.Int()).tag(sync=True)
+        epochs = traitlets.List(traitlets.Int()).tag(sync=True)
+        layer = traitlets.Unicode("").tag(sync=True)
+        frame = traitlets.Int(0).tag(sync=True)
+        rows = traitlets.Bytes(b"").tag(sync=True)
+        labels = traitlets.Bytes(b"").tag(sync=True)
+        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        curve = traitlets.Dict().tag(sync=True)
+        layout_name = traitlets.Unicode("").tag(sync=True)
+        stage = traitlets.Unicode("").tag(sync=True)
+        error = traitlets.Unicode("").tag(sync=True)
+        busy = traitlets.Bool(False).tag(sync=True)
+        info_html = traitlets.Unicode("").tag(sync=True)
+        color_by = traitlets.Unicode("label").tag(sync=True)
+        selected = traitlets.List(traitlets.Int()).tag(sync=True)
+        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
+        fallback_id = traitlets.Unicode("").tag(sync=True)
+
+    return EmbeddingTimelineWidget
