@@ -222,6 +222,7 @@ def test_stored_frames_round_trip_and_a_damaged_frame_is_refused(tmp_path):
 
     page = "".join(part for part, _ in _embedding_sections(run))  # what vd.report adds
     assert page.count("Tracked embeddings: ") == 2 and page.count("<img") >= 2
+    assert run.embeddings(method="pca").steps == [f.step for f in live]  # the timeline view
     conn = sqlite3.connect(path)
     conn.execute("UPDATE embeddings SET data=substr(data, 1, 100) WHERE layer='fc1' AND step=8")
     conn.execute("UPDATE embeddings SET n=100000000 WHERE layer='features' AND step=3")
