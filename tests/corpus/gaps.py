@@ -17,12 +17,6 @@ GAPS: dict[str, str] = {
     "log-softmax-into-cross-entropy": "loss-output-mismatch is said at info level only: "
                                       "log_softmax is idempotent, so the run trains exactly "
                                       "like its twin and a warning would accuse working code",
-    "validation-in-train-mode": "train-eval-mode for validation forward passes made in train "
-                                "mode under no_grad: they run between training steps, where "
-                                "no hook is attached (the price of a free step); today nothing",
-    "functional-dropout-always-on": "train-eval-mode for F.dropout(..., training=True) inside "
-                                    "forward(): it only shows in eval passes, which are not "
-                                    "watched; today nothing",
 }
 
 FLAKY: dict[str, str] = {

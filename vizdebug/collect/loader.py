@@ -175,6 +175,7 @@ class LoaderTap:
         self._original_class: type | None = None
         self.passes = 0  # passes that ran to their end (epochs)
         self.on_pass_end: Callable[[], None] | None = None  # called after each (epochs)
+        self.mode_watch: Callable[[], None] | None = None  # also (Session's ModeWatch.arm)
 
     # -- attaching to a DataLoader --------------------------------------------------------
     def attach(self, loader: Any) -> LoaderTap:
@@ -242,6 +243,8 @@ class LoaderTap:
     def pass_ended(self) -> None:
         """A pass over the loader ran to its end: an epoch (never raises)."""
         self.passes += 1
+        if self.mode_watch is not None:
+            self.mode_watch()  # (never raises)
         if self.on_pass_end is not None:
             try:
                 self.on_pass_end()

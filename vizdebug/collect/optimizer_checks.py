@@ -42,6 +42,7 @@ class OptimizerChecks:
         self.checked = False  # the sampled step's first backward was looked at
         self.sampled = 0
         self.lr_trace: deque[tuple[int, tuple[float, ...]]] = deque(maxlen=capacity)
+        self.eval_trained_reported = False
 
     def begin(self, step: int, clock: StepClock) -> None:
         """A sampled step starts: note each group's learning rate."""
@@ -82,12 +83,13 @@ class OptimizerChecks:
 
     def _trained_in_eval(self, step: int) -> None:
         model = self.model_ref()
-        if model is None or "train-eval-mode" in self.policy.kinds:
+        if model is None or self.eval_trained_reported:
             return
         layers = sorted({type(m).__name__ for m in model.modules()
                          if type(m).__name__.startswith(MODE_SENSITIVE)})
         if not layers:
             return  # eval() changes nothing in this model
+        self.eval_trained_reported = True
         self.policy.record(AnomalyEvent(
             "train-eval-mode", step, "model", type(model).__name__,
             f"step {step} trained on a forward pass made in eval mode: "

@@ -34,6 +34,7 @@ from .feed import StoreFeed
 from .hooks import ModelHooks
 from .lifecycle import Lifecycle, kernel_shell
 from .loader import LoaderTap, tap_iterable
+from .mode_watch import ModeWatch
 from .sampling import check_every
 from .scalars import ScalarLog
 from .system import SystemSampler
@@ -93,6 +94,11 @@ class Session(Viewable, EmbeddingTracking):
         if loader is not None:  # first: a refused loader must leave the model untouched
             self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
+        # evaluation passes between epochs (their mode), from the loader's epoch end on
+        self.modes = ModeWatch(model, policy.record, self.tap, self.hooks.clock,
+                               weakref.WeakMethod(self._on_error))
+        self.modes.before_probe = self.hooks.losses.disarm
+        self.tap.mode_watch = self.modes.arm
         self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
         self.system = SystemSampler(system_interval).start()
         self.closed = False
@@ -302,6 +308,7 @@ class Session(Viewable, EmbeddingTracking):
         if self.closed:
             yield
             return
+        between_epochs = self.modes.disarm()
         self.hooks.pause()
         self.tap.paused = True
         try:
@@ -310,8 +317,11 @@ class Session(Viewable, EmbeddingTracking):
             self.tap.paused = False
             if not self.closed:
                 self.hooks.resume()
+                if between_epochs:
+                    self.modes.arm()
 
     def _stop_collectors(self) -> None:
+        self.modes.disarm()
         self.hooks.remove()
         self.tap.detach()
         self.system.stop()
