@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -99,12 +100,12 @@ def test_nan_targets_are_named_at_the_loss():
     assert found.codes[0] == "input-nonfinite" and "mse_loss" in found[0].message
 
 
-def test_the_learning_rate_of_each_group_is_traced_and_a_collapse_named():
+def test_the_learning_rate_of_each_group_is_traced_and_a_collapse_named(tmp_path):
     model = _mlp()
     opt = torch.optim.SGD([{"params": model[0].parameters()},
                            {"params": model[2].parameters(), "lr": 0.05}], lr=0.1)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.8)  # meant per epoch
-    session = vd.watch(model, every=5)
+    session = vd.watch(model, every=5, store=tmp_path / "run.vdrun")
     for _ in range(200):
         loss = nn.functional.cross_entropy(model(torch.randn(16, 10)), torch.randint(0, 3, (16,)))
         opt.zero_grad()
@@ -117,8 +118,16 @@ def test_the_learning_rate_of_each_group_is_traced_and_a_collapse_named():
     steps, lr = rec.scalars["lr/group1"]
     # each sample's rate is the scheduler's: 0.8 per step between two samples
     assert lr[1:] / lr[:-1] == pytest.approx(0.8 ** (steps[1:] - steps[:-1]))
-    assert "lr-schedule-collapse" in session.findings().codes
+    live = session.findings()
+    assert "lr-schedule-collapse" in live.codes
     session.close()
+    # the stored run holds the same trace and says the same
+    stored = vd.open_run(tmp_path / "run.vdrun")
+    for name in ("lr/group0", "lr/group1"):
+        np.testing.assert_array_equal(stored.records().scalars[name][0], rec.scalars[name][0])
+        np.testing.assert_allclose(stored.records().scalars[name][1], rec.scalars[name][1])
+    assert [f for f in stored.findings() if f.code == "lr-schedule-collapse"] == [
+        f for f in live if f.code == "lr-schedule-collapse"]
 
 
 @pytest.mark.parametrize(("layers", "expected"), [

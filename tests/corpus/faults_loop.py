@@ -326,10 +326,12 @@ FAULTS = [
           "github.com/facebookresearch/nwm/issues/16"),
     Fault("eval-mode-left-on-after-validation", eval_mode_left_on_after_validation,
           "train-eval-mode", None, "github.com/wkentaro/pytorch-fcn/issues/57"),
-    Fault("validation-in-train-mode", validation_in_train_mode, "train-eval-mode", None,
-          "github.com/wolny/pytorch-3dunet/issues/53"),
+    # named at the model (the loop forgot its eval()), and at the module whose forward()
+    # calls F.dropout (here the model itself)
+    Fault("validation-in-train-mode", validation_in_train_mode, "train-eval-mode",
+          "_DigitsCNN", "github.com/wolny/pytorch-3dunet/issues/53"),
     Fault("functional-dropout-always-on", functional_dropout_always_on, "train-eval-mode",
-          None, "github.com/Coderx7/SimpleNet/issues/2"),
+          "_DigitsCNN", "github.com/Coderx7/SimpleNet/issues/2"),
     Fault("scheduler-stepped-every-batch", scheduler_stepped_every_batch,
           "lr-schedule-collapse", None, "github.com/pytorch/pytorch/issues/3814"),
     Fault("layers-in-plain-list", layers_in_plain_list, "parameters-not-updated", None,

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._env import distributed_rank
 from .._version import __version__
+from ..analysis.training_curves import is_lr_name
 from ..records import RunDelta
 from ..reproducibility import environment, last_seed
 from .samples import stack_rows
@@ -68,6 +69,7 @@ class StoreFeed:
         self._loader_at = -1e9
         self._batch_at = -1e9
         self._captured_ids: set[int] = set()
+        self._lr_step = -1  # the last step of the optimizer's learning-rate trace handed over
 
     def start(self) -> RunDelta:
         """The first delta: the run's settings."""
@@ -90,11 +92,23 @@ class StoreFeed:
         if not final:
             session.hooks.read_sealed()
         frames, probes = session._take_embeddings()
-        return RunDelta(samples=self._samples(session), system=self._system(session),
+        return RunDelta(scalars=self._lr_points(session),
+                        samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
                         batch=self._batch(session, final),
                         failed=session.failed, embeddings=frames, probes=probes)
+
+    def _lr_points(self, session: Session) -> list:
+        """The optimizer's ``lr/group<i>`` trace, as the live session shows it: only while
+        the program logs no learning rate of its own."""
+        if any(is_lr_name(name) for name in session.log_store.names()):
+            return []
+        chunk = session.hooks.optimizer_checks.lr_points(self._lr_step)
+        if chunk is None or not chunk[0].size:
+            return []
+        self._lr_step = int(chunk[0][-1])
+        return [chunk]
 
     def _samples(self, session: Session) -> list[tuple[str, np.ndarray, np.ndarray]]:
         hooks, out = session.hooks, []

@@ -8,6 +8,7 @@ a step is a forward pass, and gradient accumulation legitimately spans several.
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,8 @@ class OptimizerChecks:
         self.policy = policy
         self.checked = False  # the sampled step's first backward was looked at
         self.sampled = 0
-        self.lr_trace: deque[tuple[int, tuple[float, ...]]] = deque(maxlen=capacity)
+        # (step, each group's rate, wall time) at the sampled steps
+        self.lr_trace: deque[tuple[int, tuple[float, ...], float]] = deque(maxlen=capacity)
         self.eval_trained_reported = False
 
     def begin(self, step: int, clock: StepClock) -> None:
@@ -50,7 +52,8 @@ class OptimizerChecks:
         self.sampled += 1
         optimizer = _optimizer(clock)
         if optimizer is not None:
-            self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups)))
+            self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups),
+                                  time.time()))
 
     def first_gradient(self, first: int, clock: StepClock, step: int, *,
                        eval_forward: bool = False) -> None:
@@ -116,9 +119,32 @@ class OptimizerChecks:
         trace = list(self.lr_trace)
         if not trace:
             return {}
-        steps = np.asarray([step for step, _ in trace], dtype=np.int64)
-        width = max(len(lrs) for _, lrs in trace)
-        values = np.full((len(trace), width), np.nan)
-        for row, (_, lrs) in enumerate(trace):
-            values[row, :len(lrs)] = lrs
-        return {f"lr/group{i}": (steps, values[:, i]) for i in range(width)}
+        steps = np.asarray([row[0] for row in trace], dtype=np.int64)
+        values = _lr_table(trace)
+        return {f"lr/group{i}": (steps, values[:, i]) for i in range(values.shape[1])}
+
+    def lr_points(self, after: int) -> tuple[np.ndarray, tuple[str, ...], np.ndarray,
+                                             np.ndarray] | None:
+        """The trace's points at steps after ``after`` as one scalar chunk ``(steps, names,
+        values, times)``, one point per group and step (what a run store is handed), or
+        ``None`` when there is none."""
+        trace = [row for row in list(self.lr_trace) if row[0] > after]
+        if not trace:
+            return None
+        values = _lr_table(trace)
+        groups = values.shape[1]
+        keep = np.isfinite(values).reshape(-1)
+        steps = np.repeat(np.asarray([row[0] for row in trace], dtype=np.int64), groups)
+        times = np.repeat(np.asarray([row[2] for row in trace], dtype=float), groups)
+        names = tuple(f"lr/group{i}" for i in range(groups)) * len(trace)
+        return (steps[keep], tuple(n for n, k in zip(names, keep) if k),
+                values.reshape(-1)[keep], times[keep])
+
+
+def _lr_table(trace: list[tuple[int, tuple[float, ...], float]]) -> np.ndarray:
+    """``(steps, groups)`` learning rates, NaN where a step had fewer groups."""
+    width = max(len(row[1]) for row in trace)
+    values = np.full((len(trace), width), np.nan)
+    for i, row in enumerate(trace):
+        values[i, :len(row[1])] = row[1]
+    return values
