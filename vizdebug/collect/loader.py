@@ -175,7 +175,7 @@ class LoaderTap:
         self._original_class: type | None = None
         self.passes = 0  # passes that ran to their end (epochs)
         self.on_pass_end: Callable[[], None] | None = None  # called after each (epochs)
-        self.mode_watch: Callable[[], None] | None = None  # also (Session's ModeWatch.arm)
+        self.mode_watch: Any = None  # the Session's ModeWatch: armed at a pass's end
 
     # -- attaching to a DataLoader --------------------------------------------------------
     def attach(self, loader: Any) -> LoaderTap:
@@ -203,6 +203,8 @@ class LoaderTap:
     def detach(self) -> None:
         """Give the loader its own class back (harmless when called twice)."""
         self.closed = True
+        if self.mode_watch is not None:
+            self.mode_watch.disarm()
         loader = self._loader_ref() if self._loader_ref is not None else None
         taps = _TAPS.get(loader, []) if loader is not None else []
         if self in taps:
@@ -244,7 +246,7 @@ class LoaderTap:
         """A pass over the loader ran to its end: an epoch (never raises)."""
         self.passes += 1
         if self.mode_watch is not None:
-            self.mode_watch()  # (never raises)
+            self.mode_watch.arm()  # (never raises)
         if self.on_pass_end is not None:
             try:
                 self.on_pass_end()

@@ -56,19 +56,23 @@ def mode_sensitive(module: Any) -> bool:
 class ModeWatch:
     """The between-epochs hook on one model (see the module docstring).
 
-    ``record`` takes an :class:`AnomalyEvent`; ``tap`` is the training loader's tap (a
-    pass after its next batch belongs to a training step, e.g. a pseudo-labelling pass
-    under ``no_grad``), ``clock`` the step clock; ``on_error`` is held weakly (a
-    ``WeakMethod``), as the tap that calls :meth:`arm` may outlive the session.
+    Events go to ``policy``; ``tap`` is the training loader's tap, which arms it at each
+    pass's end, disarms it when it closes, and pauses it with the session (a pass after
+    its next batch belongs to a training step, e.g. a pseudo-labelling pass under
+    ``no_grad``); ``hooks`` gives the step clock and the loss check (whose mode must leave
+    before the probe's enters). ``on_error`` is held weakly, as the tap may outlive the
+    session.
     """
 
-    def __init__(self, model: Any, record: Callable[[AnomalyEvent], None], tap: Any,
-                 clock: Any, on_error: weakref.WeakMethod) -> None:
+    def __init__(self, model: Any, policy: Any, tap: Any, hooks: Any,
+                 on_error: Callable[[str, BaseException], None]) -> None:
         self.model_ref = weakref.ref(model)
-        self.record = record
+        self.record = policy.record
         self.tap = tap
-        self.clock = clock
-        self._on_error = on_error
+        self.clock = hooks.clock
+        self.before_probe: Callable[[], None] = hooks.losses.disarm
+        self._on_error = weakref.WeakMethod(on_error)  # type: ignore[arg-type]
+        tap.mode_watch = self
         self.root = type(model).__name__
         self.handles: list[Any] = []
         self.armed_at = -1  # the loader's batch count when the epoch ended
@@ -78,7 +82,6 @@ class ModeWatch:
         self.reported: set[str] = set()
         self._mode: Any = None  # the dropout probe of the eval pass in progress
         self._depth = 0  # the torch function mode stack's depth with the probe on top
-        self.before_probe: Callable[[], None] = lambda: None
 
     def on_error(self, where: str, exc: BaseException) -> None:
         sink = self._on_error()
@@ -112,6 +115,8 @@ class ModeWatch:
     def _pre_hook(self, module: Any, args: tuple) -> None:
         import torch
 
+        if self.tap.paused:
+            return  # Session.paused(): the session's own passes (an embedding probe)
         try:
             grad = torch.is_grad_enabled()
             if module.training and grad:  # training resumed: the gap is over

@@ -89,23 +89,17 @@ class Session(Viewable, EmbeddingTracking):
         # Statistics of every 10th batch at most (each batch is timed); with every=1 each
         # batch is also checked for NaN/inf (one sum) and described when it has any.
         self.tap = LoaderTap(every=max(every, TAP_EVERY) if isinstance(every, int) else TAP_EVERY,
-                             check_all=every == 1,
-                             on_error=self._on_error)
+                             check_all=every == 1, on_error=self._on_error)
         if loader is not None:  # first: a refused loader must leave the model untouched
             self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
-        # evaluation passes between epochs (their mode), from the loader's epoch end on
-        self.modes = ModeWatch(model, policy.record, self.tap, self.hooks.clock,
-                               weakref.WeakMethod(self._on_error))
-        self.modes.before_probe = self.hooks.losses.disarm
-        self.tap.mode_watch = self.modes.arm
+        self.modes = ModeWatch(model, policy, self.tap, self.hooks, self._on_error)  # eval passes
         self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
         self.system = SystemSampler(system_interval).start()
         self.closed = False
         self.failed: str | None = None
         self._dashboards: list[Any] = []  # live views (with a widget) to push data to
-        # in a notebook: "stopped"/"idle" when the driving cell ends or steps stop coming,
-        # and the first anomaly shown as a finding, not a stderr warning
+        # notebook: "stopped"/"idle" at the cell's end; the first anomaly shown as a finding
         self.lifecycle = Lifecycle(self, _progress, kernel_shell())
         if self.lifecycle.active:
             policy.notify = self.lifecycle.anomaly_notice
@@ -308,7 +302,6 @@ class Session(Viewable, EmbeddingTracking):
         if self.closed:
             yield
             return
-        between_epochs = self.modes.disarm()
         self.hooks.pause()
         self.tap.paused = True
         try:
@@ -317,11 +310,8 @@ class Session(Viewable, EmbeddingTracking):
             self.tap.paused = False
             if not self.closed:
                 self.hooks.resume()
-                if between_epochs:
-                    self.modes.arm()
 
     def _stop_collectors(self) -> None:
-        self.modes.disarm()
         self.hooks.remove()
         self.tap.detach()
         self.system.stop()
