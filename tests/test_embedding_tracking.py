@@ -142,6 +142,28 @@ def test_due_points_every_n_steps_every_epoch_and_logged_epochs():
     assert [(f.step, f.epoch) for f in session.embedding_frames()] == [(0, None), (5, 1), (10, 2)]
 
 
+def test_a_running_sessions_view_follows_new_frames():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    session = vd.watch(model)
+    session.track_embeddings("1", torch.randn(30, 4), labels=np.arange(30) % 3, every=2)
+
+    def steps(n: int) -> None:
+        for _ in range(n):
+            opt.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            opt.step()
+
+    steps(2)
+    view = session.embeddings(method="pca")
+    assert view.steps == [0, 2]
+    steps(3)
+    assert view.steps == [0, 2, 4]  # appended as it was taken, the slider grows
+    session.close()
+    assert view.steps == [0, 2, 4, 5] and session.collector_errors() == []
+
+
 def test_unknown_layer_lists_valid_names_closest_first():
     model = Net()
     session = vd.watch(model)

@@ -36,7 +36,8 @@ class Viewable:
 
     def embeddings(self, layer: str | None = None, **options: Any) -> Any:
         """The tracked embeddings of ``layer`` (the first tracked by default) over training:
-        aligned layouts with an epoch slider (see
+        aligned layouts with an epoch slider, which follows the new frames of a running
+        session (see
         :func:`vizdebug.views.embedding_timeline.show_embedding_frames`; ``options`` go to
         it, e.g. ``method=``).
 
@@ -49,7 +50,11 @@ class Viewable:
 
         frames = self.embedding_frames(layer)  # type: ignore[attr-defined]
         probe = self.embedding_probe(frames[0].layer)  # type: ignore[attr-defined]
-        return show_embedding_frames(frames, labels=probe.labels, images=probe.images, **options)
+        view = show_embedding_frames(frames, labels=probe.labels, images=probe.images, **options)
+        follow = getattr(self, "_follow_embeddings", None)
+        if follow is not None:  # a running session: the slider grows with each new frame
+            follow(frames[0].layer, view)
+        return view
 
     def to_html(self) -> str:
         """The dashboard as it is now, as static HTML (used by ``vd.report``)."""

@@ -69,6 +69,7 @@ class LayerTracker:
         self.probe_stored = not stored
         self.last_step: int | None = None
         self.lock = threading.Lock()
+        self.views: list[weakref.ref] = []  # live timeline views that follow new frames
 
     def capture(self, model: Any, step: int, epoch: int | None) -> EmbeddingFrame:
         module = self.module_ref()
@@ -82,7 +83,24 @@ class LayerTracker:
             if self.unstored is not None:
                 self.unstored.append(frame)
             self.last_step = step
+            views = [v for v in (ref() for ref in self.views) if v is not None]
+        for view in views:  # outside the lock: appending draws (PCA onto the last picture)
+            try:
+                view.append([frame])
+            except Exception as exc:  # e.g. NaN rows: that view stops following
+                self.views = [r for r in self.views if r() is not view]
+                raise VizdebugError(f"a timeline view of {self.layer!r} stopped following "
+                                    f"the frames: {exc}") from exc
         return frame
+
+    def follow(self, view: Any) -> None:
+        """Hand ``view`` (a timeline of this layer's frames so far) each later frame."""
+        with self.lock:
+            shown = view.steps[-1] if view.steps else -1
+            missed = [f for f in self.frames if f.step > shown]
+            self.views = [r for r in self.views if r() is not None] + [weakref.ref(view)]
+        if missed:
+            view.append(missed)
 
     def _thin(self) -> None:
         """Keep at most :data:`MAX_FRAMES` (and :data:`MAX_LAYER_BYTES`): every other frame
@@ -232,6 +250,11 @@ class EmbeddingTracking:
         """The probe set of ``layer``: its size, labels and thumbnails."""
         name = pick_layer(self.embedding_layers(), layer)
         return _trackers(self)[name].probe.record(name)
+
+    def _follow_embeddings(self: Session, layer: str, view: Any) -> None:
+        """``session.embeddings()`` of a running session: the view gets each new frame."""
+        if not self.closed:
+            _trackers(self)[layer].follow(view)
 
     # -- due points -------------------------------------------------------------------------
     def _wire_tracking(self: Session) -> None:
