@@ -1,13 +1,12 @@
 """The Lightning callback on a tiny regression module, trained on the CPU in well under a
 second per fit: a learning rate 100x too high is found, the same run at a sane rate is
 clean, and the callback follows fast_dev_run, validation, gradient accumulation, a
-stored run, a crash, tracked embeddings and (slow) DDP with two gloo processes. The extra is installed by
+stored run, a crash, Ctrl-C, tracked embeddings and DDP with two gloo processes. The extra is installed by
 scripts/test.sh (`pip install -e ".[test,lightning,transformers]"`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import signal
 
 import lightning.pytorch as L
 import pytest
@@ -34,17 +33,18 @@ def one_thread():
 class Regressor(L.LightningModule):
     """An MLP regressor whose training_step calls a submodule, not its own forward."""
 
-    def __init__(self, lr: float, crash_at: int | None = None) -> None:
+    def __init__(self, lr: float, crash_at: int | None = None,
+                 crash_with: type[BaseException] = RuntimeError) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
-        self.lr, self.crash_at = lr, crash_at
+        self.lr, self.crash_at, self.crash_with = lr, crash_at, crash_with
 
     def forward(self, x):
         return self.net(x)
 
     def training_step(self, batch, batch_idx):
         if batch_idx == self.crash_at:
-            raise RuntimeError("planted crash")
+            raise self.crash_with("planted crash")
         x, y = batch
         loss = nn.functional.mse_loss(self.net(x), y)
         self.log("train_mse", loss)
@@ -69,14 +69,15 @@ def loaders(n_train: int = 384):
 
 
 def fit(lr: float = 0.01, *, callback: VizdebugCallback | None = None, crash_at=None,
-        **trainer_args) -> tuple[L.Trainer, VizdebugCallback]:
+        crash_with=RuntimeError, **trainer_args) -> tuple[L.Trainer, VizdebugCallback]:
     torch.manual_seed(0)
     cb = callback or VizdebugCallback()
     trainer_args.setdefault("max_epochs", 4)
-    trainer = L.Trainer(callbacks=[cb], accelerator="cpu", devices=1, enable_progress_bar=False,
+    trainer_args.setdefault("devices", 1)
+    trainer = L.Trainer(callbacks=[cb], accelerator="cpu", enable_progress_bar=False,
                         logger=False, enable_checkpointing=False, enable_model_summary=False,
                         **trainer_args)
-    trainer.fit(Regressor(lr, crash_at), *loaders())
+    trainer.fit(Regressor(lr, crash_at, crash_with), *loaders())
     return trainer, cb
 
 
@@ -144,6 +145,18 @@ def test_a_crash_closes_the_session_as_failed(tmp_path):
     assert vd.open_run(path).state == "failed"
 
 
+def test_ctrl_c_closes_the_session_as_failed(tmp_path):
+    path = tmp_path / "interrupted.sqlite"
+    handler = signal.getsignal(signal.SIGINT)
+    try:  # Lightning ignores SIGINT from then on and exits with status 1
+        with pytest.raises(SystemExit):
+            fit(callback=VizdebugCallback(run=path), crash_at=5, crash_with=KeyboardInterrupt)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    run = vd.open_run(path)
+    assert run.state == "failed" and "KeyboardInterrupt" in run.failed
+
+
 def test_tracked_embeddings_follow_the_epochs():
     probe = torch.randn(50, 8, generator=torch.Generator().manual_seed(1))
     cb = VizdebugCallback(track_embeddings={"layer": "net.1", "probe": probe})
@@ -187,63 +200,27 @@ def test_eval_names():
         "val_loss", "val_acc", "val_acc", "eval_f1", "test_x"]
 
 
-DDP_SCRIPT = '''
-import sys, torch, lightning.pytorch as L
-from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
-from vizdebug.integrations.lightning import VizdebugCallback
-
-class Regressor(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
-    def training_step(self, batch, batch_idx):
-        x, y = batch
-        return nn.functional.mse_loss(self.net(x), y)
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        self.log("val_loss", nn.functional.mse_loss(self.net(x), y), sync_dist=True)
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.01)
-
-if __name__ == "__main__":
-    torch.set_num_threads(1)
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(256, 8, generator=g)
-    y = x.sum(1, keepdim=True)
-    torch.manual_seed(0)
-    cb = VizdebugCallback(run=sys.argv[1])
-    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=2, strategy="ddp",
-                        callbacks=[cb], enable_progress_bar=False, logger=False,
-                        enable_checkpointing=False, enable_model_summary=False)
-    trainer.fit(Regressor(), DataLoader(TensorDataset(x[:192], y[:192]), batch_size=16),
-                DataLoader(TensorDataset(x[192:], y[192:]), batch_size=32))
-    assert cb.session.rank == trainer.global_rank and trainer.global_step == 12
-'''
-
-
-@pytest.mark.slow
 def test_ddp_with_two_gloo_processes_stores_one_run_per_rank(tmp_path):
-    """strategy="ddp" on the CPU (gloo), two processes started by Lightning: each rank
-    watches its own replica; a folder given as run= becomes one name for the job (rank
-    0's, broadcast), rank 1 writing <name>.rank1.sqlite beside rank 0's file."""
-    script = tmp_path / "fit_ddp.py"
-    script.write_text(DDP_SCRIPT)
+    """A DDP strategy on the CPU (gloo), two processes forked by Lightning (``ddp_fork``,
+    as ``ddp_notebook`` in a notebook; ``strategy="ddp"``, which starts the script again,
+    behaves the same but takes a minute of imports here). Each rank watches its own
+    replica; a folder as run= becomes one name for the job (rank 0's, broadcast), rank 1
+    writing <name>.rank1.sqlite beside rank 0's file."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    done = subprocess.run([sys.executable, str(script), str(runs)], capture_output=True,
-                          text=True, timeout=240, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    trainer, cb = fit(callback=VizdebugCallback(run=runs), max_epochs=2, devices=2,
+                      strategy="ddp_fork")
+    assert cb.session is None  # the ranks ran in the forked processes: read their runs
     files = {p.name for p in runs.iterdir()}
     first = min(files, key=len)
     assert files == {first, first.replace(".sqlite", ".rank1.sqlite")}
     run = vd.open_run(runs / first)
-    others = run.rank_runs()
-    assert [int(r.meta["rank"]) for r in [run, *others]] == [0, 1]
-    assert [(r.state, r.last_step) for r in [run, *others]] == [("closed", 11)] * 2
+    ranks = [run, *run.rank_runs()]
+    assert [int(r.meta["rank"]) for r in ranks] == [0, 1]
+    assert [(r.state, r.last_step) for r in ranks] == [("closed", 11)] * 2  # 192 rows a rank
     df = run.scalars()  # both ranks, tagged
     assert sorted(df["rank"].unique()) == [0, 1]
     for rank in (0, 1):
         mine = df[df["rank"] == rank]
-        assert mine[mine.name == "loss"].step.tolist() == list(range(12))  # 96 samples a rank
+        assert mine[mine.name == "loss"].step.tolist() == list(range(12))
         assert mine[mine.name == "val_loss"].step.tolist() == [5, 11]

@@ -16,6 +16,7 @@ from transformers import (
     GPT2Config,
     GPT2LMHeadModel,
     Trainer,
+    TrainerCallback,
     TrainingArguments,
 )
 
@@ -155,3 +156,12 @@ def test_stored_run_is_readable(tmp_path):
 def test_bad_options_are_refused_when_the_callback_is_built():
     with pytest.raises(vd.VizdebugTypeError, match="on_anomly"):
         VizdebugCallback(on_anomly="raise")
+
+
+def test_training_is_bitwise_unchanged(tmp_path):
+    plain, _ = train(tmp_path, callback=TrainerCallback(), num_train_epochs=1)
+    watched, cb = train(tmp_path, callback=VizdebugCallback(every=1), num_train_epochs=1)
+    assert cb.session.hooks.steps == 20
+    for (name, a), (_, b) in zip(plain.model.named_parameters(),
+                                 watched.model.named_parameters()):
+        assert torch.equal(a, b), name

@@ -12,7 +12,9 @@ closes when fitting ends, as a failed run when an exception (or Ctrl-C) stops it
 
 With a DDP strategy every rank watches its own model; with ``run=`` rank ``k > 0``
 writes ``<name>.rank<k>.sqlite`` beside rank 0's file, and ``vd.open_run`` on rank 0's
-file finds the others. ``dashboard=True`` shows the live dashboard on rank 0 only.
+file finds the others. ``dashboard=True`` shows the live dashboard on rank 0 only. With
+``ddp_fork``/``ddp_notebook`` the ranks run in forked processes and the callback in the
+notebook keeps no session: follow the stored run with ``vd.open_run(path).dashboard()``.
 
 Examples
 --------
