@@ -5,6 +5,7 @@ frame refused)."""
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 
 import numpy as np
@@ -61,7 +62,7 @@ def _train(track: bool, *, epochs: int = 2, every: int | str = "epoch", store=No
     session = vd.watch(model, loader=loader, every=2, store=store)
     if track:
         px, py = _data(100, seed=5)
-        session.track_embeddings("fc1", px, labels=py, every=every)
+        session.track_embeddings("fc1", px, labels=py, images=px, every=every)
         session.track_embeddings("features", (px, py), every=3)
     for _ in range(epochs):
         for xb, yb in loader:
@@ -182,6 +183,8 @@ def test_probe_bounds_and_bad_input():
     session = vd.watch(model)
     with pytest.raises(VizdebugError, match="10,000"):
         session.track_embeddings("fc1", torch.zeros(MAX_PROBE + 1, 1, 8, 8))
+    with pytest.raises(VizdebugError, match="MiB"):  # 5.6 GiB claimed, nothing allocated
+        session.track_embeddings("fc1", torch.zeros(1, 3, 224, 224).expand(10_000, -1, -1, -1))
     read = []
 
     class Endless(torch.utils.data.IterableDataset):
@@ -255,6 +258,11 @@ def test_stored_frames_round_trip_and_a_damaged_frame_is_refused(tmp_path):
     pooled = [f.step for f in session.embedding_frames("features")]
     assert [f.step for f in damaged.embedding_frames("features")] == pooled[:1] + pooled[2:]
     assert any(f.code == "collector-error" for f in damaged.findings())
+    assert damaged.embedding_probe().images.shape == (100, 8, 8)
+    conn.execute("UPDATE embedding_probes SET images=zeroblob(50000000)")
+    conn.commit()
+    with pytest.raises(VizdebugError, match=f"{re.escape(str(path))}.*embedding_probes.*thumbn"):
+        vd.open_run(path).embedding_probe()
     conn.execute("UPDATE embeddings SET data=x'00'")
     conn.commit()
     with pytest.raises(VizdebugError, match="damaged"):

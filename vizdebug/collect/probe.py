@@ -1,7 +1,7 @@
 """The probe set of a tracked layer (``Session.track_embeddings``), read once and bounded.
 
 A probe is a tensor, an array, an ``(x, y)`` pair, a map-style Dataset or a DataLoader of at
-most :data:`~vizdebug.records.MAX_PROBE` samples. It is read once, when the layer is tracked,
+most :data:`~vizdebug.records.MAX_PROBE` samples and :data:`MAX_PROBE_BYTES` of input. It is read once, when the layer is tracked,
 with every global RNG (and a loader's generator) restored afterwards, so reading it changes
 nothing the training loop draws. Its labels come from ``labels=`` or, when not given, from
 the targets the probe carries; ``images=`` become small ``uint8`` thumbnails (at most
@@ -24,6 +24,7 @@ from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..records import MAX_PROBE, MAX_THUMB_SIDE, EmbeddingProbe
 
 CHUNK = 256  # dataset items collated at a time
+MAX_PROBE_BYTES = 1 << 30  # the probe's inputs are held for the whole run
 MAX_LABEL_TEXT = 100  # characters kept of a label that is not a number
 
 
@@ -130,12 +131,20 @@ def _map_like(obj: Any) -> bool:
             and not isinstance(obj, (list, str, bytes, Mapping)))
 
 
+def _too_big(nbytes: int, probe: Any) -> VizdebugError:
+    return VizdebugError(
+        f"the probe ({describe(probe)}) takes {nbytes / 2**20:,.0f} MiB; it is held for the "
+        f"whole run, so at most {MAX_PROBE_BYTES >> 20:,} MiB: pass fewer or smaller samples")
+
+
 def _bounded(x: Any, probe: Any) -> Any:
     if x.ndim == 0:
         raise VizdebugError(f"the probe ({describe(probe)}) is a single number; pass a batch "
                             "of inputs with the samples along the first axis")
     if x.shape[0] > MAX_PROBE:
         raise _too_many(f"{x.shape[0]:,}", probe)
+    if x.nbytes > MAX_PROBE_BYTES:
+        raise _too_big(x.nbytes, probe)
     return x.detach()
 
 
@@ -175,12 +184,15 @@ def _join(parts: Iterator[Any], probe: Any) -> tuple[Any, Any]:
     """Concatenate ``(x, y)`` batches, refusing the probe as soon as it is too long."""
     import torch
 
-    xs, ys, n = [], [], 0
+    xs, ys, n, nbytes = [], [], 0, 0
     for x, y in parts:
         x = _as_tensor(x, probe)
         n += int(x.shape[0]) if x.ndim else 1
+        nbytes += x.nbytes
         if n > MAX_PROBE:
             raise _too_many(f"more than {MAX_PROBE:,}", probe)
+        if nbytes > MAX_PROBE_BYTES:
+            raise _too_big(nbytes, probe)
         xs.append(x.detach())
         ys.append(y)
     if not xs:
