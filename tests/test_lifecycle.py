@@ -131,3 +131,27 @@ def test_the_notice_escapes_what_it_shows():
     event = AnomalyEvent("input-none", 3, "<b>fc</b>", "Linear", "got <script>x</script>")
     html = notice_bundle(event)["text/html"]
     assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;fc" in html
+
+
+def test_the_views_are_redrawn_when_the_training_cell_ends_and_only_then():
+    class View:  # what the session asks of a live view
+        def __init__(self):
+            self.forced = 0
+
+        def refresh(self, force=False):
+            self.forced += bool(force)
+            return force
+
+        def due(self):
+            return 0.0
+
+    shell, clock = Shell(), Clock()
+    model, session = _notebook_session(shell, clock)
+    view = View()
+    session.add_view(view)
+    shell.run_cell(lambda: _steps(model, session, 2))
+    assert view.forced == 1  # the status now says stopped; the static twin is redrawn
+    shell.run_cell(lambda: session.findings())
+    assert view.forced == 1  # a cell that did not train changes nothing
+    session.close()
+    assert view.forced == 2

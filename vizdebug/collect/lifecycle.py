@@ -135,10 +135,10 @@ class Lifecycle:
         try:
             now = self._progress(session)
             self._note(now)
-            if now != self._cell_start:  # this cell drove the training, and it is over
-                self._stopped_at = now
             self._show_notices()
-            session._notify_views()  # the status line and the static twins say so now
+            if now != self._cell_start:  # this cell drove the training, and it is over:
+                self._stopped_at = now  # the status line and the static twins say so now
+                session._notify_views()
         except Exception as exc:  # never an error box under the user's cell
             session._on_error("the end-of-cell update", exc)
 
