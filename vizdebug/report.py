@@ -117,55 +117,23 @@ def _html_path(path: Any) -> Path:
 # -- tracked embeddings (a Session's or a Run's), as static pictures ---------------------------
 def _embedding_sections(part: Any) -> list[tuple[str, bool]]:
     """One section per tracked layer of a Session or Run: the timeline view's static
-    picture (PCA layouts, no background refinement), else the last frame's PCA scatter."""
+    picture (PCA layouts: the last frame, the separability curve, the findings)."""
     layers = getattr(part, "embedding_layers", None)
     if not callable(layers) or isinstance(part, type):
         return []
+    try:
+        names = layers()
+    except VizdebugError as exc:  # a damaged run file
+        return [(f"<section><h2>Tracked embeddings</h2><p class='vd-note'>not shown: "
+                 f"{html.escape(str(exc))}</p></section>", False)]
     out = []
-    for layer in layers():
+    for layer in names:
         try:
-            body = _embedding_html(part, layer)
+            view = part.embeddings(layer, method="pca")
+            view.wait(timeout=60)  # the separability curve and the findings
+            body = view.to_html()
         except VizdebugError as exc:
             body = f"<p class='vd-note'>not shown: {html.escape(str(exc))}</p>"
         out.append((f"<section><h2>Tracked embeddings: {html.escape(layer)}</h2>{body}</section>",
                     False))
     return out
-
-
-def _embedding_html(part: Any, layer: str) -> str:
-    try:
-        from .views.embedding_timeline import show_embedding_frames  # noqa: F401
-    except ImportError:
-        return _embedding_fallback(part, layer)
-    view = part.embeddings(layer, method="pca")
-    if hasattr(view, "wait"):
-        view.wait(timeout=60)  # the separability curve and the findings
-    return view.to_html()
-
-
-def _embedding_fallback(part: Any, layer: str) -> str:
-    """The last frame's PCA scatter coloured by label, and the kNN accuracy of the labels
-    per frame (how separable the classes are)."""
-    import numpy as np
-
-    from .analysis.embeddings import pca_layout, unit_box
-    from .analysis.embeddings_quality import knn_accuracy, label_codes, neighbour_index
-    from .views.embeddings_data import class_codes, legend_html, point_colours, scatter_png
-
-    frames, probe = part.embedding_frames(layer), part.embedding_probe(layer)
-    last = np.nan_to_num(frames[-1].features.astype(np.float64))
-    labels = None if probe.labels is None else np.asarray(probe.labels)
-    classes = class_codes(labels, None)
-    picture = scatter_png(unit_box(pca_layout(last)), point_colours(classes, None, len(last)))
-    rows = ""
-    if labels is not None:
-        codes = label_codes(labels)[0]
-        for f in frames[:: max(1, len(frames) // 20)] if len(frames) > 20 else frames:
-            acc = knn_accuracy(neighbour_index(np.nan_to_num(f.features)), codes)
-            rows += f"<tr><td>{f.step}</td><td>{f.epoch if f.epoch is not None else ''}</td><td>{acc:.3f}</td></tr>"
-    table = (f"<table class='vd-table'><tr><th>step</th><th>epoch</th><th>kNN accuracy of the "
-             f"labels</th></tr>{rows}</table>" if rows else "")
-    return (f"<p class='vd-note'>last frame: step {frames[-1].step}, {len(last)} probe samples "
-            f"x {last.shape[1]} features (PCA)</p><div style='display:flex;gap:16px'>"
-            f"<div><img src='{picture}' width='420' height='420' alt='embedding, last frame'>"
-            f"{legend_html(classes)}</div><div>{table}</div></div>")

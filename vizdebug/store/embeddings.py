@@ -109,7 +109,7 @@ class StoredEmbeddings:
                                    f"could not be read (skipped): {'; '.join(bad[:3])}")
         frames = [held[r[0]] for r in chosen if r[0] in held]
         if not frames and bad:
-            raise VizdebugError(f"the stored frames of {name!r} are damaged: {bad[0]}")
+            raise self._damaged("embeddings", f"no frame of {name!r} can be read: {bad[0]}")
         return frames
 
     def embedding_probe(self, layer: str | None = None) -> EmbeddingProbe:
