@@ -165,6 +165,24 @@ def test_a_running_sessions_view_follows_new_frames():
     assert view.steps == [0, 2, 4, 5] and session.collector_errors() == []
 
 
+def test_a_run_still_being_written_gives_its_frames_so_far(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    session = vd.watch(model, store=tmp_path / "live.sqlite")
+    session.track_embeddings("1", torch.randn(30, 4), labels=["a", "b", "c"] * 10, every=2)
+    run = vd.open_run(tmp_path / "live.sqlite")
+    for expected in ([0, 2], [0, 2, 4]):
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            opt.step()
+        session.store.tick()  # the writer's next write, now
+        assert run.state == "running" and [f.step for f in run.embedding_frames()] == expected
+    assert run.embedding_probe().labels == ["a", "b", "c"] * 10  # text labels, as JSON
+    session.close()
+
+
 def test_unknown_layer_lists_valid_names_closest_first():
     model = Net()
     session = vd.watch(model)
