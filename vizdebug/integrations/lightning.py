@@ -2,8 +2,8 @@
 
 When training starts (after the sanity check, once the train dataloader exists) the
 callback calls :func:`vizdebug.watch` on the ``LightningModule`` and its train
-dataloader. At each optimizer step it logs the loss ``training_step`` returned (summed
-over the batches of a step when gradients accumulate, as Lightning backpropagates it) and
+dataloader. At each optimizer step it logs the loss ``training_step`` returned (when
+gradients accumulate, the mean over the step's batches, as Lightning backpropagates it) and
 the training metrics the module logged with ``self.log`` for that step; after each
 validation run, the validation metrics under names the diagnosis reads as evaluation
 metrics (``val_loss`` stays ``val_loss``, ``val/acc`` becomes ``val_acc``, ``acc``
