@@ -117,9 +117,7 @@ def test_due_points_every_n_steps_every_epoch_and_logged_epochs():
     _, session = _train(True, epochs=2, every=4)
     fc1 = session.embedding_frames("fc1")
     assert [f.step for f in fc1] == [0, 4, 8, 12, 16]
-    # passes over the loader ended before the frame (step 8 is the first pass's last step;
-    # the pass ends when the loop asks for the next batch)
-    assert [f.epoch for f in fc1] == [0, 0, 0, 1, 1]
+    assert [f.epoch for f in fc1] == [0, 0, 1, 1, 2]  # epochs ended (step 8 ends the first)
     pooled = session.embedding_frames("features")
     assert [f.step for f in pooled] == [0, 3, 6, 9, 12, 15, 16]
     assert pooled[0].features.shape == (100, 8)  # N x C x H x W averaged over H x W

@@ -7,9 +7,8 @@ closes if training went on since the last frame. An epoch ends when a pass over 
 watched loader (``watch(model, loader=...)`` or ``session.tap_loader(...)``) runs to its
 end, or, without one, when ``session.log(epoch=...)`` is called after training steps; a
 frame's ``epoch`` counts the epochs that had ended when it was taken (``None`` when the
-session has no way of knowing them): with ``every="epoch"`` the frame after the first
-epoch is epoch 1; with ``every=n`` a frame at an epoch's last step still belongs to it (the
-pass ends when the loop asks for the next batch).
+session has no way of knowing them): the frame after the first epoch is epoch 1, also with
+``every=n`` at the first epoch's last step (a pass of known length ends with its last batch).
 
 A probe pass leaves training as it was: it runs between steps, in eval mode (each module's
 train/eval flag is put back), under ``torch.no_grad()``, with every global RNG restored
@@ -267,9 +266,13 @@ class EmbeddingTracking:
         self.__dict__.pop("log", None)  # log() now also sees logged epochs
 
     def _epoch_now(self: Session) -> int | None:
+        """Epochs ended so far; the last step of a pass ends its epoch (the pass itself
+        ends when the loop asks for one more batch)."""
         epochs = self.__dict__.setdefault("_epochs", [0, 0, 0])
-        known = epochs[2] or self.tap.passes or self.tap._loader_ref is not None
-        return epochs[0] if known else None
+        tap = self.tap
+        if not (epochs[2] or tap.passes or tap._loader_ref is not None):
+            return None
+        return epochs[0] + (tap.pass_done and self.hooks.steps > epochs[1])
 
     def _on_epoch_end(self: Session) -> None:
         """A pass over the watched loader ended, or ``epoch`` was logged."""

@@ -174,6 +174,7 @@ class LoaderTap:
         self._loader_ref: weakref.ref | None = None
         self._original_class: type | None = None
         self.passes = 0  # passes that ran to their end (epochs)
+        self.pass_batches, self.pass_length = 0, None  # of the pass in progress (if known)
         self.on_pass_end: Callable[[], None] | None = None  # called after each (epochs)
         self.mode_watch: Any = None  # the Session's ModeWatch: armed at a pass's end
 
@@ -217,12 +218,23 @@ class LoaderTap:
     # -- the tapped iterator ----------------------------------------------------------------
     def wrap(self, iterator: Iterator) -> TappedIterator:
         """An iterator that yields what ``iterator`` yields and records timing."""
+        try:
+            self.pass_length = len(iterator)  # type: ignore[arg-type]
+        except Exception:  # no length (an IterableDataset, a generator)
+            self.pass_length = None
+        self.pass_batches = 0
         return TappedIterator(iterator, self)
+
+    @property
+    def pass_done(self) -> bool:
+        """The pass in progress has yielded all its batches (its end is not seen yet)."""
+        return self.pass_length is not None and 0 < self.pass_length <= self.pass_batches
 
     def record(self, batch: Any, waited: float, computed: float | None) -> None:
         """Account one batch (called by :class:`TappedIterator`; never raises)."""
         try:
             self.batches += 1
+            self.pass_batches += 1
             self.wait.append(waited)
             self.total_wait += waited
             if computed is not None:
