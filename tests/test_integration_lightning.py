@@ -138,8 +138,9 @@ def test_stored_run_is_readable(tmp_path):
     trainer, cb = fit(max_epochs=1, callback=VizdebugCallback(run=path, every=2))
     run = vd.open_run(path)
     assert run.state == "closed"
-    assert set(run.scalars().name) >= {"loss", "val_loss"}
-    assert run.last_step == trainer.global_step - 1
+    df = run.scalars()
+    assert set(df.name) >= {"loss", "val_loss"}
+    assert df[df.name == "loss"].step.tolist() == list(range(trainer.global_step))
 
 
 def test_a_crash_closes_the_session_as_failed(tmp_path):
@@ -257,10 +258,10 @@ def test_ddp_with_two_gloo_processes_stores_one_run_per_rank(tmp_path):
     run = vd.open_run(runs / first)
     ranks = [run, *run.rank_runs()]
     assert [int(r.meta["rank"]) for r in ranks] == [0, 1]
-    assert [(r.state, r.last_step) for r in ranks] == [("closed", 11)] * 2  # 192 rows a rank
+    assert [r.state for r in ranks] == ["closed"] * 2
     df = run.scalars()  # both ranks, tagged
     assert sorted(df["rank"].unique()) == [0, 1]
     for rank in (0, 1):
         mine = df[df["rank"] == rank]
-        assert mine[mine.name == "loss"].step.tolist() == list(range(12))
+        assert mine[mine.name == "loss"].step.tolist() == list(range(12))  # 192 rows a rank
         assert mine[mine.name == "val_loss"].step.tolist() == [5, 11]
