@@ -141,12 +141,10 @@ class Session(Viewable, EmbeddingTracking):
                 self._refresh_views()
 
     def begin_step(self) -> None:
-        """Say that a training step begins, for a loop whose step may never call the
-        watched model's ``forward`` (a Lightning ``training_step`` calling submodules) or
-        calls it several times (gradient accumulation). Until the model's optimizer has
-        stepped (it counts the steps from then on), these calls count the steps instead
-        of forward passes. The framework callbacks call it; a plain loop needs not.
-        """
+        """A training step begins (call before its first forward): until the optimizer
+        first steps, these calls count the steps instead of forward passes, for a step
+        that calls ``forward`` several times (gradient accumulation) or never (a Lightning
+        ``training_step`` calling submodules). The framework callbacks call it."""
         self.hooks.clock.begin()
 
     def add_view(self, view: Any) -> None:
