@@ -32,10 +32,10 @@ import numpy as np
 from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..records import MAX_EMBEDDING_DIM, EmbeddingFrame, EmbeddingProbe
 from ..store.embeddings import pick_layer
-from .probe import Probe, find_layer, read_probe
 from .stats import first_tensor
 
 if TYPE_CHECKING:
+    from .probe import Probe
     from .session import Session
 
 PROBE_BATCH = 256
@@ -210,6 +210,8 @@ class EmbeddingTracking:
         >>> session.track_embeddings("fc1", x_val[:500], labels=y_val[:500])  # doctest: +SKIP
         >>> session.embeddings()                                             # doctest: +SKIP
         """
+        from .probe import find_layer, read_probe  # (not loaded by `import vizdebug`)
+
         if self.closed:
             raise VizdebugError("this session is closed; watch the model again (vd.watch) "
                                 "and track the layer on the new session")

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ..data.batch import split_batch, split_sample
-from ..data.sources import own_pass
 from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ..records import MAX_PROBE, MAX_THUMB_SIDE, EmbeddingProbe
 
@@ -161,6 +160,8 @@ def _as_tensor(x: Any, probe: Any) -> Any:
 
 
 def _loader_batches(loader: Any) -> Iterator[Any]:
+    from ..data.sources import own_pass  # (not loaded by `import vizdebug`)
+
     for batch in own_pass(loader):
         yield split_batch(batch)
 
