@@ -171,6 +171,16 @@ def test_tracked_embeddings_follow_the_epochs():
     assert frames[-1].features.shape == (50, 32)
 
 
+def test_dashboard_is_shown_when_training_starts(monkeypatch):
+    from vizdebug.integrations import _common
+
+    shown = []
+    monkeypatch.setattr(_common, "in_kernel", lambda: True)  # no Jupyter kernel in pytest
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    _, cb = fit(max_epochs=1, callback=VizdebugCallback(dashboard=True))
+    assert len(shown) == 1 and type(shown[0]).__name__ == "Dashboard"
+
+
 def test_bad_options_are_refused_when_the_callback_is_built():
     with pytest.raises(vd.VizdebugTypeError, match="evry"):
         VizdebugCallback(evry=3)

@@ -8,6 +8,7 @@ import inspect
 import os
 from typing import Any
 
+from .._env import in_kernel
 from ..collect.session import Session, watch
 from ..errors import VizdebugTypeError, describe
 from ..records import EVAL_PREFIXES
@@ -141,9 +142,8 @@ def finish(session: Session | None, error: BaseException | None = None) -> None:
 
 
 def display(view: Any) -> None:
-    """Show ``view`` in the notebook (nothing outside IPython)."""
-    try:
+    """Show ``view`` in the notebook (nothing outside a Jupyter kernel)."""
+    if in_kernel():
         from IPython.display import display as show
-    except ImportError:
-        return
-    show(view)
+
+        show(view)
