@@ -111,3 +111,22 @@ def test_a_repeated_hint_is_said_once_and_report_headings_say_whose(tmp_path):
     out = vd.report([data, view], tmp_path / "r.html").read_text()
     assert "<h2>Dataset check (check_dataset): 6 of 6 items of a list</h2>" in out
     assert "<h2>Findings</h2>" not in out
+
+
+def test_a_dead_units_finding_links_its_layer_and_draws_its_recorded_share():
+    import numpy as np
+
+    from vizdebug.analysis.training import rule_dead_units
+    from vizdebug.findings import evidence_target
+    from vizdebug.records import ACTIVATION_FIELDS, TrainingRecords
+
+    acts = np.zeros((10, 2, len(ACTIVATION_FIELDS)))
+    dead = np.linspace(0.2, 0.95, 10)
+    acts[:, 1, ACTIVATION_FIELDS.index("dead")] = dead
+    rec = TrainingRecords(module_paths=["fc", "act"], module_classes=["Linear", "ReLU"],
+                          act_steps=np.arange(0, 100, 10), activations=acts)
+    (f,) = rule_dead_units(rec)
+    assert evidence_target(f) == {"kind": "layer", "name": "act", "indices": []}
+    assert f.evidence["series"]["values"] == pytest.approx(dead.tolist())
+    html = Findings([f]).to_html()
+    assert "<polyline" in html and "dead share 0.2 &#8594; 0.95" in html
