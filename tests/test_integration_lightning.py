@@ -105,6 +105,15 @@ def test_the_same_run_at_a_sane_rate_is_clean():
     assert cb.session.hooks.steps == trainer.global_step == 48
 
 
+def test_training_is_bitwise_unchanged():
+    plain, _ = fit(max_epochs=1, callback=L.Callback())
+    watched, cb = fit(max_epochs=1, callback=VizdebugCallback(every=1))
+    assert cb.session.hooks.steps == 12
+    for (name, a), (_, b) in zip(plain.lightning_module.named_parameters(),
+                                 watched.lightning_module.named_parameters()):
+        assert torch.equal(a, b), name
+
+
 def test_validation_metrics_arrive_as_eval_series():
     trainer, cb = fit(max_epochs=2)
     rec = cb.session.records()
