@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +17,10 @@ import torch
 import vizdebug as vd
 from vizdebug._env import set_renderer
 from vizdebug.records import TrainingRecords
-from vizdebug.views._dashboard_figure import MAX_POINTS, dashboard_figure, epoch_marks
-from vizdebug.views.dashboard import Dashboard
+from vizdebug.views import dashboard as dash_module
+from vizdebug.views._dashboard_delta import DeltaEncoder, patch_size, state_size
+from vizdebug.views._dashboard_figure import MAX_POINTS, dashboard_panels, epoch_marks
+from vizdebug.views.dashboard import Dashboard, _live
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 EVIL = "<img src=x onerror=alert(1)>_loss"
@@ -46,15 +51,18 @@ def small_session(steps: int = 30, every: int = 1, **log_extra):
 # -- the figure ---------------------------------------------------------------------------
 def test_figure_has_every_panel_in_one_figure():
     _, session = small_session()
-    fig = dashboard_figure(session.records(), session.system.array())
+    panels = dashboard_panels(session.records(), session.system.array())
     session.close()
-    kinds = {(t["type"], t.get("xaxis")) for t in fig["data"]}
-    assert ("heatmap", "x2") in kinds and ("bar", "x3") in kinds
-    names = [t["name"] for t in fig["data"]]
+    kinds = {name: {t["type"] for t in p["data"]} for name, p in panels.items()}
+    assert kinds["grads"] == {"heatmap"} and kinds["health"] == {"bar"}
+    names = [t["name"] for t in panels["curves"]["data"]]
     assert "loss" in names and "val_loss" in names
-    heat = [t for t in fig["data"] if t["type"] == "heatmap"][0]
+    heat = panels["grads"]["data"][0]
     assert heat["y"] == ["0.weight", "0.bias", "2.weight", "2.bias"]
-    json.dumps(fig, allow_nan=False)  # JSON-safe: NaN became null
+    # each panel has its own legend or none: the health keys are not among the curves'
+    assert panels["curves"]["layout"]["showlegend"] and panels["health"]["layout"]["showlegend"]
+    assert not {"dead units", "saturated"} & set(names)
+    json.dumps(panels, allow_nan=False)  # JSON-safe: NaN became null
 
 
 def test_long_curves_are_downsampled_but_keep_spikes_and_nans():
@@ -62,17 +70,23 @@ def test_long_curves_are_downsampled_but_keep_spikes_and_nans():
     values = np.exp(-steps / 50_000.0)
     values[12_345], values[150_000] = 99.0, np.nan
     rec = TrainingRecords(scalars={"loss": (steps, values)})
-    fig = dashboard_figure(rec, np.empty((0, 4)))
-    raw, smooth, marks = fig["data"]
+    panels = dashboard_panels(rec, np.empty((0, 4)))
+    raw, smooth, marks, spike = panels["curves"]["data"]
     assert len(raw["x"]) <= MAX_POINTS + 2
     assert 99.0 in raw["y"] and 12_345 in raw["x"]
     assert marks["name"] == "loss non-finite" and marks["x"] == [150_000]
+    assert marks["text"] == ["loss was NaN at step 150000"] and marks["yaxis"] == "y3"
     assert smooth["meta"] == {"smooth": True}
+    # the spike is off the robust range, marked at its edge
+    low, high = panels["curves"]["layout"]["yaxis"]["range"]
+    assert high < 2 and spike["x"] == [12_345] and "99 at step 12345" in spike["text"][0]
 
 
 def test_epoch_marks_follow_logged_epochs():
     rec = TrainingRecords(scalars={"epoch": (np.array([9, 19, 29]), np.array([0.0, 1.0, 2.0]))})
-    assert epoch_marks(rec) == [19, 29]
+    assert epoch_marks(rec) == [(19, 1), (29, 2)]
+    many = TrainingRecords(scalars={"epoch": (np.arange(200) * 7, np.arange(200.0))})
+    assert [e for _, e in epoch_marks(many)] == list(range(20, 200, 20))  # not a fence
 
 
 def test_user_strings_are_escaped_in_figure_findings_and_static_html():
@@ -82,7 +96,7 @@ def test_user_strings_are_escaped_in_figure_findings_and_static_html():
     session.log(**{EVIL: float("nan"), "loss": 1.0})
     session.log(**{EVIL: 1.0, "loss": 1.0})
     dash = Dashboard.from_session(session)
-    fig = dashboard_figure(session.records(), np.empty((0, 4)))
+    fig = dashboard_panels(session.records(), np.empty((0, 4)))
     text = json.dumps(fig)
     assert EVIL not in text and "&lt;img src=x onerror=alert(1)&gt;_loss" in text
     html_out = dash.to_html()
@@ -100,7 +114,7 @@ def test_mimebundle_has_static_html_and_the_widget(widget_mode):
     assert WIDGET_MIME in bundle and "text/html" in bundle
     assert "Training dashboard" in bundle["text/html"]
     widget = dash.widget
-    assert widget.figure["data"] and widget.status.startswith("step 30")
+    assert widget.snapshot["panels"]["curves"]["data"] and widget.status.startswith("step 30")
     assert gzip.decompress(widget.bundle.source).startswith(b"/**")  # plotly.js, gzipped
     # one plotly.js bundle per kernel, however many dashboards
     assert session.dashboard(live=False).widget.bundle is widget.bundle
@@ -183,7 +197,7 @@ def test_failure_is_shown_and_last_state_kept():
         session.log(loss=1.0)
         _ = 1 / 0
     assert "failed: ZeroDivisionError" in dash.widget.status
-    assert dash.widget.figure["data"]
+    assert dash.widget.snapshot["panels"]["curves"]["data"]
 
 
 def test_a_displayed_dashboard_needs_no_reference_to_stay_live():
@@ -197,3 +211,68 @@ def test_a_displayed_dashboard_needs_no_reference_to_stay_live():
     assert widget.revision > before
     session.close()
     assert "closed" in widget.status
+
+
+# -- the delta protocol: what a refresh sends, and the browser's half of it in node -------
+NODE = shutil.which("node")
+STATE_JS = Path(dash_module.__file__).with_name("static") / "dashboard_state.js"
+
+
+def _states(steps: int = 900, every: int = 150):
+    """Panel states of a real session as the widget sees them, every ``every`` steps."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    session = vd.watch(model, every=3)
+    session.system.stop()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    states = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = model(torch.randn(16, 4)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        session.log(loss=float("nan") if step == 400 else loss, acc=step / steps)
+        if step % every == every - 1:
+            states.append(_live(dashboard_panels(session.records(), session.system.array())))
+    session.close()
+    return states
+
+
+def test_a_refresh_sends_the_new_points_and_names_the_changed_panels():
+    *_, before, after = _states(steps=600, every=30)
+    enc = DeltaEncoder()
+    snap, first = enc.encode(before)
+    assert snap["panels"] == before and first["base"] == first["rev"] == 1
+    snap, delta = enc.encode(after)
+    assert snap is None and delta["base"] == 1
+    assert "system" not in delta["changed"] and "curves" in delta["changed"]
+    (index, patch), *_ = delta["panels"]["curves"]["traces"]
+    assert index == 0 and patch["arrays"]["x"]["keep"] == 570  # the old points stay
+    assert patch["arrays"]["x"]["tail"] == list(range(570, 600))
+    assert patch_size(delta["panels"]) < 0.1 * state_size(after)
+    assert enc.encode(after)[1]["changed"] == []  # nothing new, nothing to redraw
+    assert enc.encode(after, renew=True)[0]["rev"] == 4  # the final state: a snapshot
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_browser_rebuilds_every_state_from_snapshot_and_delta():
+    states = _states(steps=2600, every=60)  # crosses MAX_POINTS: the buckets widen
+    enc, messages = DeltaEncoder(), []
+    for panels in states:
+        messages.append(enc.encode(panels))
+    patched = sum(snap is None for snap, _ in messages)
+    assert patched >= 10 and patched < len(messages)  # both kinds of message are checked
+    script = STATE_JS.read_text() + """
+    const messages = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    let snapshot = null;
+    const out = messages.map(([snap, delta]) => {
+      if (snap) snapshot = snap;
+      return vdCurrentPanels(snapshot, delta);
+    });
+    out.push(vdCurrentPanels({rev: 1, panels: {}}, {base: 2}));  // another snapshot's delta
+    console.log(JSON.stringify(out));
+    """
+    run = subprocess.run([NODE, "-e", script], input=json.dumps(messages), capture_output=True,
+                         text=True, timeout=60, check=True)
+    rebuilt = json.loads(run.stdout)
+    assert rebuilt[-1] is None
+    assert rebuilt[:-1] == json.loads(json.dumps(states))

@@ -18,6 +18,7 @@ MODULES = [
     "vizdebug.collect.scalars", "vizdebug.collect.session", "vizdebug.collect.stats",
     "vizdebug.collect.system", "vizdebug.analysis.curves", "vizdebug.analysis.training",
     "vizdebug.records", "vizdebug.analysis.dataset_scan", "vizdebug.views._dashboard_figure",
+    "vizdebug.views._dashboard_curves", "vizdebug.views._dashboard_delta",
     "vizdebug.analysis.drift", "vizdebug.data.tables", "vizdebug.data.parquet",
     "vizdebug.analysis.drift_findings",
     "vizdebug.analysis.drift_compare", "vizdebug.analysis.drift_time",

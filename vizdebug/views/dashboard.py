@@ -1,7 +1,8 @@
 """The live training dashboard: curves, gradient/activation health, data timing, findings.
 
-One anywidget holds one plotly figure, redrawn in place in the browser (``Plotly.react``,
-zoom kept across refreshes). plotly.js travels once per kernel, in a shared bundle widget,
+One anywidget holds one small plotly figure per panel. A refresh sends only what changed
+(``_dashboard_delta``: the new points of each trace, the changed heatmap columns), and the
+browser redraws only the panels it touched, in place, zoom kept. plotly.js travels once per kernel, in a shared bundle widget,
 instead of ~5 MB per figure. A daemon thread refreshes the figure from the session: only
 when something new was collected, never more than a few times a second, and with an
 interval that keeps the kernel time spent on the view under 2% (``budget``). So it updates
@@ -24,18 +25,22 @@ from ..analysis.training import diagnose
 from ..findings import Findings, findings_html
 from ..records import TrainingRecords, TrainingSource
 from ._base import TWIN_INTERVAL, View, live_esm, plotly_div
-from ._dashboard_figure import dashboard_figure
+from ._dashboard_delta import DeltaEncoder
+from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._figure_svg import figure_svg
 from ._plotly_bundle import keep_light
 
 _STATIC = Path(__file__).with_name("static")
+_HALF = ("grads", "health", "timing", "system")  # two to a row
 MIN_INTERVAL = 0.3
 BUDGET = 0.02
 
 
 @cache
 def _esm() -> str:
-    return (_STATIC / "dashboard_widget.js").read_text(encoding="utf-8")
+    # an anywidget ESM is one module string: the pure state code, then the view
+    return "\n".join((_STATIC / name).read_text(encoding="utf-8")
+                     for name in ("dashboard_state.js", "dashboard_widget.js"))
 
 
 _bundle_lock = threading.Lock()
@@ -67,7 +72,9 @@ def _widget_class() -> type:
         _esm = live_esm(_esm())
         bundle = traitlets.Any().tag(sync=True, **widget_serialization)
         fallback_id = traitlets.Unicode("").tag(sync=True)  # the static twin to hide
-        figure = traitlets.Dict().tag(sync=True)
+        snapshot = traitlets.Dict().tag(sync=True)  # {"rev", "panels"}: sent rarely
+        delta = traitlets.Dict().tag(sync=True)  # what changed since the snapshot
+        badge = traitlets.Dict().tag(sync=True)  # the worst finding, for the status line
         findings_html = traitlets.Unicode().tag(sync=True)
         status = traitlets.Unicode().tag(sync=True)
         revision = traitlets.Int(0).tag(sync=True)
@@ -77,6 +84,25 @@ def _widget_class() -> type:
 
 _WIDGET_CLASS: type | None = None
 _FOLLOWING: set = set()  # live views whose source keeps no reference to them (stored runs)
+
+
+def _live(panels: dict[str, Any]) -> dict[str, Any]:
+    """The panels as the widget gets them: the smoothed curves are left empty (the
+    browser smooths the raw ones itself, with the user's slider)."""
+    curves = panels["curves"]
+    data = [dict(t, y=[]) if (t.get("meta") or {}).get("smooth") else t for t in curves["data"]]
+    return dict(panels, curves=dict(curves, data=data))
+
+
+def worst_finding(findings: Findings) -> dict[str, Any]:
+    """The status line's badge: the worst finding's severity, code and message (and how
+    many more there are), or ``{}`` when there is nothing to flag."""
+    flagged = [f for f in findings if f.severity in ("error", "warning")]
+    if not flagged:
+        return {}
+    worst = flagged[0]  # Findings are sorted worst first
+    return {"severity": worst.severity, "code": worst.code, "title": str(worst),
+            "more": len(flagged) - 1}
 
 
 def _status(source: TrainingSource, rec: TrainingRecords) -> str:
@@ -119,6 +145,7 @@ class Dashboard(View):
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._findings = Findings()
+        self._encoder = DeltaEncoder()
 
     @classmethod
     def from_session(cls, session: TrainingSource, **options: Any) -> Dashboard:
@@ -127,11 +154,12 @@ class Dashboard(View):
 
     # -- content ----------------------------------------------------------------------------
     def _content(self, flush: bool) -> tuple[dict[str, Any], str, str]:
+        """The panels (``{name: {"data", "layout"}}``), the findings' HTML, the status."""
         rec = self.source.records(flush=flush)
         system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
         self._findings = Findings([*diagnose(rec), *self.source.state_findings()])
-        figure = dashboard_figure(rec, system)
-        return figure, findings_html(self._findings), _status(self.source, rec)
+        panels = dashboard_panels(rec, system)
+        return panels, findings_html(self._findings), _status(self.source, rec)
 
     @property
     def findings(self) -> Findings:
@@ -139,18 +167,23 @@ class Dashboard(View):
         return self._findings
 
     def _static_html(self) -> str:
-        figure, found, status = self._content(flush=not self.source.closed)
+        panels, found, status = self._content(flush=not self.source.closed)
         div_id = f"vd-dash-{id(self):x}-{self.refreshes}"
+        plots = "".join(plotly_div(panels[name], f"{div_id}-{name}") for name in PANELS)
         return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
-                f'<p class="vd-note">{html.escape(status)}</p>{found}'
-                f"{plotly_div(figure, div_id)}</div>")
+                f'<p class="vd-note">{html.escape(status)}</p>{found}{plots}</div>')
 
     def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
         """The static twin: the same content as a light SVG picture (no plotly.js)."""
-        figure, found, status = content or self._content(flush=not self.source.closed)
+        panels, found, status = content or self._content(flush=not self.source.closed)
+        pictures = "".join(
+            f'<div style="flex:1 1 {45 if name in _HALF else 100}%;min-width:320px">'
+            f"{figure_svg(twin_figure(panels[name]), width=560 if name in _HALF else 1000)}</div>"
+            for name in PANELS)
         return (f'<div class="vd-dashboard vd-dashboard-static"><h3>Training dashboard</h3>'
                 f'<p class="vd-note vd-twin-status">{html.escape(status)}</p>{found}'
-                f"{figure_svg(figure)}</div>")
+                f'<div style="display:flex;flex-wrap:wrap;gap:8px;max-width:1000px">'
+                f"{pictures}</div></div>")
 
     def _sync_twin(self, content: tuple[dict[str, Any], str, str], force: bool) -> None:
         """After a push: the static twin too, when due (see ``View.update_twin``)."""
@@ -201,15 +234,19 @@ class Dashboard(View):
         if not force and self._version() == self._last_version:
             return False
         start = self.clock()
-        figure, found, status = self._content(flush=False)
+        panels, found, status = self._content(flush=False)
         version = self._version()  # after reading: reading resolves pending values
+        snapshot, delta = self._encoder.encode(_live(panels), renew=bool(version[1]))
         with widget.hold_sync():
-            widget.figure = figure
+            if snapshot is not None:
+                widget.snapshot = snapshot
+            widget.delta = delta
+            widget.badge = worst_finding(self._findings)
             widget.findings_html = found
             widget.status = status
             widget.revision = widget.revision + 1
         self._last_version = version
-        self._sync_twin((figure, found, status), force)
+        self._sync_twin((panels, found, status), force)
         self._last_cost = self.clock() - start
         self.kernel_seconds += self._last_cost
         self.refreshes += 1

@@ -1,7 +1,9 @@
-// vizdebug training dashboard: one plotly figure, redrawn in place with Plotly.react.
-// plotly.js comes once per page: from window.Plotly if present, else from the shared
-// bundle widget (one copy per kernel), never once per dashboard. Smoothing, log scale,
-// zoom and hover run here, so they work while the kernel is busy training.
+// vizdebug training dashboard: one small plotly figure per panel. A refresh from the
+// kernel is a delta (dashboard_state.js); only the panels it changed are redrawn, one
+// per task so no single task blocks the page, and a panel scrolled out of view waits
+// until it is seen. plotly.js comes once per page: from window.Plotly if present, else
+// from the shared bundle widget (one copy per kernel). Smoothing, log scale, zoom and
+// hover run here, so they work while the kernel is busy training.
 
 function loadPlotly(model) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -34,49 +36,142 @@ function loadPlotly(model) {
   return window.__vizdebugPlotly;
 }
 
-function ema(values, weight) {
-  if (!weight) return values;
-  const out = new Array(values.length);
-  let acc = 0, debias = 0;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (v === null || !isFinite(v)) { out[i] = v; continue; }
-    acc = weight * acc + (1 - weight) * v;
-    debias = weight * debias + (1 - weight);
-    out[i] = acc / debias;
-  }
-  return out;
-}
+const VD_ROWS = [["curves"], ["grads", "health"], ["timing", "system"]];
+const VD_BADGE = { error: ["#c62828", "#fff"], warning: ["#f9a825", "#222"], info: ["#e3f2fd", "#0d47a1"] };
 
 function controls(el) {
+  const rows = VD_ROWS.map((row) => `<div class="vd-row" style="display:grid;gap:8px;` +
+    `grid-template-columns:${row.length > 1 ? "minmax(0,1.35fr) minmax(0,1fr)" : "minmax(0,1fr)"}">` +
+    row.map((name) => `<div class="vd-panel vd-panel-${name}" data-panel="${name}"` +
+      ` style="width:100%;min-width:0"></div>`).join("") + "</div>").join("");
   el.innerHTML = `
-    <div class="vd-dash" style="font-family:system-ui,sans-serif;font-size:13px">
-      <div class="vd-bar" style="display:flex;gap:16px;align-items:center;margin:4px 0">
+    <div class="vd-dash" style="font-family:system-ui,sans-serif;font-size:13px;width:100%">
+      <div class="vd-bar" style="display:flex;gap:16px;align-items:center;margin:4px 0;flex-wrap:wrap">
         <b>vizdebug training</b>
-        <label>smoothing <input class="vd-smooth" type="range" min="0" max="0.99"
-          step="0.01" value="0.6" style="vertical-align:middle"></label>
-        <label><input class="vd-log" type="checkbox"> log scale</label>
+        <button class="vd-badge" type="button" style="display:none;border:0;border-radius:10px;
+          padding:2px 10px;font-size:12px;font-weight:600;cursor:pointer"></button>
         <span class="vd-status" style="color:#555"></span>
+        <label style="margin-left:auto">smoothing <input class="vd-smooth" type="range" min="0"
+          max="0.99" step="0.01" value="0.6" style="vertical-align:middle"></label>
+        <label><input class="vd-log" type="checkbox"> log scale</label>
       </div>
-      <div class="vd-plot" style="width:100%"></div>
+      <div class="vd-grid" style="display:flex;flex-direction:column;gap:4px">${rows}</div>
       <div class="vd-findings"></div>
     </div>`;
+  const panels = {};
+  el.querySelectorAll(".vd-panel").forEach((div) => { panels[div.dataset.panel] = div; });
   return {
     smooth: el.querySelector(".vd-smooth"), log: el.querySelector(".vd-log"),
-    status: el.querySelector(".vd-status"), plot: el.querySelector(".vd-plot"),
-    findings: el.querySelector(".vd-findings"),
+    status: el.querySelector(".vd-status"), badge: el.querySelector(".vd-badge"),
+    grid: el.querySelector(".vd-grid"), findings: el.querySelector(".vd-findings"), panels,
   };
 }
 
-function view(figure, smoothing, logScale) {
-  const data = figure.data.map((trace, i) => {
-    if (!(trace.meta && trace.meta.smooth)) return trace;
-    const raw = figure.data[i - 1];
-    return Object.assign({}, trace, { y: ema(raw.y, smoothing), visible: smoothing > 0 });
+// Main-thread time of each redraw, as User Timing entries ("vizdebug:panel:<name>#<rev>",
+// the revision of the kernel's refresh it draws), when the page asks for them
+// (window.__vizdebugProfile = true): the browser tests read them, and so can a user's
+// performance panel.
+function timed(name, rev, fn) {
+  if (!window.__vizdebugProfile) return fn();
+  const start = performance.now();
+  try {
+    return fn();
+  } finally {
+    performance.measure(`vizdebug:${name}#${rev}`, { start, end: performance.now() });
+  }
+}
+
+function showBadge(ui, badge) {
+  if (!badge || !badge.code) {
+    ui.badge.style.display = "none";
+    return;
+  }
+  const [background, color] = VD_BADGE[badge.severity] || VD_BADGE.info;
+  Object.assign(ui.badge.style, { background, color });
+  ui.badge.style.display = "inline-block";
+  ui.badge.textContent = `${badge.severity === "error" ? "\u2716" : "\u26a0"} ${badge.code}` +
+    (badge.more ? ` +${badge.more}` : "");
+  ui.badge.title = badge.title || "";
+}
+
+// The panels that change slowly or matter less are redrawn at most this often (ms);
+// the learning curves follow the refreshes (the kernel sends ~2-3 a second).
+const VD_GAP_MS = { curves: 400, timing: 1500, grads: 2500, health: 2500, system: 2500 };
+
+// Redraws the panels marked dirty, one per task, skipping those out of view.
+function painter(Plotly, ui, model) {
+  const config = { displaylogo: false, responsive: false };
+  const dirty = new Set(Object.keys(ui.panels));
+  const seen = new Map();
+  const drawnAt = new Map();
+  let panels = null, rev = 0, timer = 0, due = Infinity;
+  const draw = (name) => timed(`panel:${name}`, rev, () => {
+    let fig = panels[name];
+    if (name === "curves") fig = vdCurvesView(fig, parseFloat(ui.smooth.value), ui.log.checked);
+    const div = ui.panels[name];
+    // a fixed height: plotly's autosize must never take it from the container
+    div.style.height = `${fig.layout.height}px`;
+    Plotly.react(div, fig.data, fig.layout, config);
+    drawnAt.set(name, performance.now());
   });
-  const layout = Object.assign({}, figure.layout);
-  layout.yaxis = Object.assign({}, layout.yaxis, { type: logScale ? "log" : "linear" });
-  return { data, layout };
+  const schedule = (ms) => {
+    const at = performance.now() + ms;
+    if (!dirty.size || at >= due) return;
+    clearTimeout(timer);
+    due = at;
+    timer = setTimeout(next, ms);
+  };
+  const next = () => {
+    due = Infinity;
+    if (!panels) return;
+    let wait = Infinity;
+    for (const name of dirty) {
+      if (seen.get(name) === false) continue; // drawn when scrolled into view
+      const left = (drawnAt.get(name) ?? -1e9) + (VD_GAP_MS[name] || 0) - performance.now();
+      if (left <= 0) {
+        dirty.delete(name);
+        draw(name);
+        schedule(0); // the next panel in a task of its own
+        return;
+      }
+      wait = Math.min(wait, left);
+    }
+    if (wait < Infinity) schedule(wait);
+  };
+  const io = new IntersectionObserver((entries) => {
+    for (const e of entries) seen.set(e.target.dataset.panel, e.isIntersecting);
+    schedule(0);
+  }, { rootMargin: "200px" });
+  Object.values(ui.panels).forEach((div) => io.observe(div));
+  return {
+    update(state, changed, revision) {
+      if (!state) return; // a delta for a snapshot not here yet: the next one will be
+      // `changed` is relative to the previous revision: after a gap, redraw everything
+      const names = revision === rev + 1 ? changed : Object.keys(state);
+      panels = state;
+      rev = revision;
+      for (const name of names) dirty.add(name);
+      schedule(0);
+    },
+    drawNow(name) { if (panels) { dirty.delete(name); draw(name); } },
+    stop() { io.disconnect(); Object.values(ui.panels).forEach((d) => Plotly.purge(d)); },
+  };
+}
+
+function watchWidth(Plotly, ui) {
+  let width = ui.grid.clientWidth;
+  let frame = 0;
+  const resized = new ResizeObserver(() => {
+    const now = ui.grid.clientWidth;
+    if (!now || now === width || frame) return;
+    width = now;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      for (const div of Object.values(ui.panels)) if (div.data) Plotly.Plots.resize(div);
+    });
+  });
+  resized.observe(ui.grid);
+  return resized;
 }
 
 async function render({ model, el }) {
@@ -88,26 +183,35 @@ async function render({ model, el }) {
     ui.status.textContent = String(err);
     return;
   }
-  const config = { displaylogo: false, responsive: true };
-  const draw = () => {
-    const fig = model.get("figure");
-    if (!fig || !fig.data) return;
-    const v = view(fig, parseFloat(ui.smooth.value), ui.log.checked);
-    Plotly.react(ui.plot, v.data, v.layout, config);
+  const paint = painter(Plotly, ui, model);
+  const onDelta = () => {
+    const delta = model.get("delta") || {};
+    const state = timed("delta", delta.rev, () => vdCurrentPanels(model.get("snapshot"), delta));
+    paint.update(state, delta.changed || [], delta.rev);
+  };
+  const onText = () => {
     ui.findings.innerHTML = model.get("findings_html"); // escaped by the kernel
     ui.status.textContent = model.get("status");
-    ui.plot.dataset.revision = String(model.get("revision"));
+    showBadge(ui, model.get("badge"));
+    ui.grid.dataset.revision = String(model.get("revision"));
   };
-  ui.smooth.addEventListener("input", draw);
-  ui.log.addEventListener("change", draw);
-  // every push bumps the revision: redraw then, even when only the findings or the
-  // state changed (a stored run that was interrupted keeps its last figure)
-  model.on("change:revision", draw);
-  model.on("change:status", () => { ui.status.textContent = model.get("status"); });
-  draw();
+  const onCurves = () => timed("click", "click", () => paint.drawNow("curves"));
+  ui.smooth.addEventListener("input", onCurves);
+  ui.log.addEventListener("change", onCurves);
+  ui.badge.addEventListener("click", () => ui.findings.scrollIntoView({ block: "start" }));
+  model.on("change:delta", onDelta);
+  model.on("change:revision", onText);
+  model.on("change:status", onText);
+  const resized = watchWidth(Plotly, ui);
+  onText();
+  const delta = model.get("delta") || {};
+  paint.update(vdCurrentPanels(model.get("snapshot"), delta), Object.keys(ui.panels), delta.rev);
   return () => {
-    model.off("change:revision", draw);
-    Plotly.purge(ui.plot);
+    resized.disconnect();
+    model.off("change:delta", onDelta);
+    model.off("change:revision", onText);
+    model.off("change:status", onText);
+    paint.stop();
   };
 }
 

@@ -1,0 +1,71 @@
+// vizdebug dashboard: the browser's half of the delta protocol (_dashboard_delta.py).
+// Pure functions, no DOM, no plotly: a panel's current state is its snapshot with the
+// delta applied. Run in node by tests/test_dashboard.py.
+
+function vdPatchArray(old, patch) {
+  const keep = patch.keep;
+  if (patch.rows) {
+    return patch.rows.map((row, i) => (old && old[i] ? old[i].slice(0, keep) : []).concat(row));
+  }
+  return (old || []).slice(0, keep).concat(patch.tail);
+}
+
+function vdPatchTrace(old, patch) {
+  if (patch.full) return patch.full;
+  const out = Object.assign({}, old);
+  for (const key of Object.keys(patch.arrays)) out[key] = vdPatchArray(old[key], patch.arrays[key]);
+  return out;
+}
+
+// The panel as it is now: `snap` is the snapshot's panel, `patch` the delta's (or none).
+function vdApplyPanelDelta(snap, patch) {
+  if (!patch) return snap;
+  const data = snap.data.slice(0, patch.count);
+  for (const [i, tracePatch] of patch.traces) data[i] = vdPatchTrace(snap.data[i], tracePatch);
+  return { data, layout: patch.layout || snap.layout };
+}
+
+// Every panel now, or null when the delta belongs to another snapshot than the one held.
+function vdCurrentPanels(snapshot, delta) {
+  if (!snapshot || !snapshot.panels) return null;
+  if (delta && delta.base !== undefined && delta.base !== snapshot.rev) return null;
+  const patches = (delta && delta.panels) || {};
+  const out = {};
+  for (const name of Object.keys(snapshot.panels)) {
+    out[name] = vdApplyPanelDelta(snapshot.panels[name], patches[name]);
+  }
+  return out;
+}
+
+// The smoothed twin of each raw training curve, computed here so the slider answers
+// without the kernel (same debiased EMA as vizdebug.analysis.curves.ema_smooth).
+function vdEma(values, weight) {
+  if (!weight) return values;
+  const out = new Array(values.length);
+  let acc = 0, debias = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || !isFinite(v)) { out[i] = v; continue; }
+    acc = weight * acc + (1 - weight) * v;
+    debias = weight * debias + (1 - weight);
+    out[i] = acc / debias;
+  }
+  return out;
+}
+
+// The curves panel as drawn: smoothing and the log scale applied (a log axis drops the
+// robust range, which was cut for a linear one).
+function vdCurvesView(panel, smoothing, logScale) {
+  const data = panel.data.map((trace, i) => {
+    if (!(trace.meta && trace.meta.smooth)) return trace;
+    const raw = panel.data[i - 1];
+    return Object.assign({}, trace, { y: vdEma(raw.y, smoothing), visible: smoothing > 0 });
+  });
+  const layout = Object.assign({}, panel.layout);
+  const yaxis = Object.assign({}, layout.yaxis, { type: logScale ? "log" : "linear" });
+  if (logScale) { delete yaxis.range; yaxis.autorange = true; }
+  layout.yaxis = yaxis;
+  return { data, layout };
+}
+
+const vdDashState = { vdPatchArray, vdApplyPanelDelta, vdCurrentPanels, vdEma, vdCurvesView };
