@@ -156,7 +156,7 @@ def nonfinite_trace(name: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any] |
     text = [f"{label(name)} was {w} at step {int(s)}" for w, s in zip(words, x[bad])]
     return {"type": "scatter", "x": clean(x[bad]), "y": [0.5] * int(bad.sum()),
             "xaxis": "x", "yaxis": "y3", "mode": "markers", "showlegend": False,
-            "marker": {"symbol": "x-thin-open", "color": BAD, "size": 11, "line": {"width": 2}},
+            "marker": {"symbol": "x", "color": BAD, "size": 10},
             "name": f"{label(name)} non-finite", "text": text,
             "hovertemplate": "%{text}<extra></extra>"}
 
