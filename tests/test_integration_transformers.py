@@ -2,10 +2,14 @@
 downloaded), on token data made here: a learning rate 100x too high is found, the same
 run at a sane rate is clean, the loss the model computes reaches the curve (the same
 numbers the Trainer logs, with and without gradient accumulation), evaluation metrics
-arrive as eval series, and the stored run (with a tracked layer) is readable. The extra is installed by
+arrive as eval series, the stored run (with a tracked layer) is readable, and the ranks of a distributed job
+agree on the run's name. The extra is installed by
 scripts/test.sh (`pip install -e ".[test,lightning,transformers]"`)."""
 
 from __future__ import annotations
+
+import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,3 +170,31 @@ def test_training_is_bitwise_unchanged(tmp_path):
     for (name, a), (_, b) in zip(plain.model.named_parameters(),
                                  watched.model.named_parameters()):
         assert torch.equal(a, b), name
+
+
+def _name_on_rank(rank: int, runs: str, port: int) -> None:
+    import torch.distributed as dist
+
+    from vizdebug.integrations._common import shared_run_path
+    from vizdebug.integrations.transformers import _broadcast
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    try:  # a name of each rank's own would differ (it holds the process id)
+        Path(runs, f"name{rank}.txt").write_text(str(shared_run_path(runs, _broadcast)))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ranks_agree_on_the_run_name(tmp_path):
+    """Under torch.distributed (as the Trainer runs under torchrun or accelerate launch) a
+    folder as run= becomes rank 0's name on every rank; the store then writes
+    <name>.rank1.sqlite for rank 1. (A whole Trainer DDP run was checked by hand: one
+    run per rank, tagged; it takes half a minute of gloo steps on 2 busy cores.)"""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.multiprocessing.start_processes(_name_on_rank, args=(str(tmp_path), port),
+                                          nprocs=2, start_method="fork")
+    names = [(tmp_path / f"name{rank}.txt").read_text() for rank in (0, 1)]
+    assert names[0] == names[1] and names[0].startswith(str(tmp_path / "run-"))
