@@ -126,6 +126,8 @@ def test_the_learning_rate_of_each_group_is_traced_and_a_collapse_named(tmp_path
     for name in ("lr/group0", "lr/group1"):
         np.testing.assert_array_equal(stored.records().scalars[name][0], rec.scalars[name][0])
         np.testing.assert_allclose(stored.records().scalars[name][1], rec.scalars[name][1])
+    # ... in its records, not among what the program logged (as live)
+    assert set(stored.scalars()["name"]) == set(session.scalars()["name"]) == {"loss"}
     assert [f for f in stored.findings() if f.code == "lr-schedule-collapse"] == [
         f for f in live if f.code == "lr-schedule-collapse"]
 

@@ -70,6 +70,7 @@ class StoreFeed:
         self._batch_at = -1e9
         self._captured_ids: set[int] = set()
         self._lr_step = -1  # the last step of the optimizer's learning-rate trace handed over
+        self._traced_names: set[str] = set()
 
     def start(self) -> RunDelta:
         """The first delta: the run's settings."""
@@ -92,7 +93,8 @@ class StoreFeed:
         if not final:
             session.hooks.read_sealed()
         frames, probes = session._take_embeddings()
-        return RunDelta(scalars=self._lr_points(session),
+        lr_points = self._lr_points(session)
+        return RunDelta(scalars=lr_points, meta=self._traced(lr_points),
                         samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
@@ -109,6 +111,16 @@ class StoreFeed:
             return []
         self._lr_step = int(chunk[0][-1])
         return [chunk]
+
+    def _traced(self, chunks: list) -> dict[str, Any]:
+        """The ``traced`` setting (names of the series vizdebug recorded itself, not the
+        program: a stored run's ``scalars()`` leaves them out, as a live session's does)
+        when new names came."""
+        names = {name for chunk in chunks for name in chunk[1]} - self._traced_names
+        if not names:
+            return {}
+        self._traced_names |= names
+        return {"traced": sorted(self._traced_names)}
 
     def _samples(self, session: Session) -> list[tuple[str, np.ndarray, np.ndarray]]:
         hooks, out = session.hooks, []

@@ -297,8 +297,10 @@ class Run(Viewable, StoredEmbeddings):
     @property
     def last_step(self) -> int:
         """The highest step with a logged scalar (-1 when nothing was logged)."""
+        traced = self._traced()  # (SQLite takes an empty NOT IN ())
         try:
-            row = self._query("SELECT max(step) FROM scalars WHERE typeof(step)='integer'",
+            row = self._query("SELECT max(step) FROM scalars WHERE typeof(step)='integer' AND "
+                              f"name NOT IN ({','.join('?' * len(traced))})", tuple(traced),
                               table="scalars")
         except VizdebugError:
             return -1
@@ -306,7 +308,9 @@ class Run(Viewable, StoredEmbeddings):
 
     def scalars(self) -> pd.DataFrame:
         """Everything logged, long form (``step``, ``name``, ``value``, ``time``, ``rank``),
-        across every rank of a multi-process job."""
+        across every rank of a multi-process job. The series vizdebug traced itself (the
+        optimizer's ``lr/group<i>``, named in the ``traced`` setting) are in
+        :meth:`records` only, as in a live session."""
         import pandas as pd
 
         frames = []
@@ -322,9 +326,14 @@ class Run(Viewable, StoredEmbeddings):
                 raise run._damaged("scalars", f"a column holds values of the wrong type "
                                               f"({exc})") from None
             df["rank"] = int(run.meta.get("rank", 0))
-            frames.append(df)
+            frames.append(df[~df["name"].isin(run._traced())])
         df = pd.concat(frames, ignore_index=True)
         return df.sort_values(["step", "name", "rank"], kind="stable").reset_index(drop=True)
+
+    def _traced(self) -> list[str]:
+        """The names of the series vizdebug recorded itself (the ``traced`` setting)."""
+        traced = self.meta.get("traced")
+        return [n for n in traced[:64] if isinstance(n, str)] if isinstance(traced, list) else []
 
     def rank_runs(self) -> list[Run]:
         """The runs of the other ranks of this job (``<name>.rank<k><suffix>`` beside it)."""
