@@ -134,7 +134,8 @@ def scatter_png(xy: np.ndarray, colours: np.ndarray, px: int = PICTURE_PX) -> st
 
 def png_bytes(rgb: np.ndarray) -> bytes:
     """An ``h x w x 3`` uint8 picture as PNG bytes, with zlib alone: importing Pillow costs
-    0.1-0.2 s, more than the first picture can spare in a cold process.
+    0.1-0.2 s, more than the first picture can spare in a cold process. Level 3: a 420 px
+    scatter in 18 ms and 30 KB, where level 6 took 64 ms for 25 KB.
 
     >>> png_bytes(np.zeros((2, 3, 3), np.uint8))[:8]
     b'\\x89PNG\\r\\n\\x1a\\n'
@@ -149,7 +150,7 @@ def png_bytes(rgb: np.ndarray) -> bytes:
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", zlib.compress(raw.tobytes(), 3)) + chunk(b"IEND", b""))
 
 
 def legend_html(classes: Classes, limit: int = 20) -> str:
