@@ -276,3 +276,30 @@ def test_the_browser_rebuilds_every_state_from_snapshot_and_delta():
     rebuilt = json.loads(run.stdout)
     assert rebuilt[-1] is None
     assert rebuilt[:-1] == json.loads(json.dumps(states))
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_a_findings_evidence_is_marked_in_its_panel():
+    """findings.evidence_target names a layer or a metric; the browser boxes the layer's
+    rows (parameters in the heatmap, the module among the health bars) or thickens the
+    metric's curve. Names reach plotly escaped, and are matched escaped."""
+    grads = {"data": [{"y": ["conv.weight", "conv.bias", "&lt;b&gt;.weight"]}], "layout": {}}
+    health = {"data": [{"y": ["conv (Conv2d)", "&lt;b&gt; (Linear)"]}], "layout": {}}
+    curves = {"data": [{"name": "loss", "line": {"width": 1}}, {"name": "val_loss", "line": {}}],
+              "layout": {}}
+    script = STATE_JS.read_text() + f"""
+    const g = {json.dumps(grads)}, h = {json.dumps(health)}, c = {json.dumps(curves)};
+    const rows = (p) => (p.layout.shapes || []).map((s) => s.y0 + 0.5);
+    console.log(JSON.stringify([
+      rows(vdHighlight("grads", g, {{kind: "layer", name: "conv"}})),
+      rows(vdHighlight("health", h, {{kind: "layer", name: "conv"}})),
+      rows(vdHighlight("grads", g, {{kind: "layer", name: "<b>.weight"}})),
+      rows(vdHighlight("health", h, {{kind: "layer", name: "<b>.weight"}})),
+      rows(vdHighlight("grads", g, {{kind: "layer", name: "fc"}})),
+      vdHighlight("curves", c, {{kind: "metric", name: "val_loss"}}).data.map((t) => [t.line.width, t.opacity]),
+      vdHighlight("curves", c, null) === c,
+    ]));
+    """
+    run = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60,
+                         check=True)
+    assert json.loads(run.stdout) == [[0, 1], [0], [2], [1], [], [[1, 0.15], [4, 1]], True]

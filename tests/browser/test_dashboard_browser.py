@@ -52,6 +52,10 @@ while time.perf_counter() - start < 20:
 """
 
 
+# a NaN at the end: a finding (nonfinite-loss at val_loss) for the status badge
+CLOSE = "session.log(val_loss=float('nan'))\nsession.close()\nsession.findings()"
+
+
 def _errors(state):
     return [o for c in state["cells"] for o in c["outputs"] if o["type"] == "error"]
 
@@ -75,8 +79,9 @@ new PerformanceObserver((list) => list.getEntries().forEach(
 BUDGETS = Path(__file__).resolve().parents[2] / "artifacts" / "dashboard_budgets.json"
 
 
-def _trace(page, seconds: float) -> tuple[list[dict], list[float]]:
-    """A Chromium trace of ``seconds`` of the page, and the Long Tasks seen meanwhile."""
+def _trace(page, seconds: float) -> tuple[list[dict], list[float], list[float]]:
+    """A Chromium trace of ``seconds`` of the page, and the Long Tasks seen meanwhile;
+    at its end, clicks on the log-scale toggle (their latency)."""
     cdp = page.context.new_cdp_session(page)
     done: list[dict] = []
     cdp.on("Tracing.tracingComplete", lambda params: done.append(params))
@@ -85,6 +90,7 @@ def _trace(page, seconds: float) -> tuple[list[dict], list[float]]:
     start = page.evaluate("performance.now()")
     page.wait_for_timeout(seconds * 1000)
     end = page.evaluate("performance.now()")
+    clicks = _click_costs(page, ".jp-Notebook .vd-dash .vd-log", 4)
     cdp.send("Tracing.end")
     while not done:
         page.wait_for_timeout(100)
@@ -100,7 +106,7 @@ def _trace(page, seconds: float) -> tuple[list[dict], list[float]]:
     trace = json.loads("".join(chunks))
     long = page.evaluate("([a, b]) => window.__longtasks.filter(([s]) => s >= a && s <= b)"
                          ".map(([, d]) => d)", [start, end])
-    return (trace["traceEvents"] if isinstance(trace, dict) else trace), long
+    return (trace["traceEvents"] if isinstance(trace, dict) else trace), long, clicks
 
 
 def _main_thread_costs(events: list[dict], seconds: float, long: list[float]) -> dict:
@@ -120,11 +126,17 @@ def _main_thread_costs(events: list[dict], seconds: float, long: list[float]) ->
     per_rev: dict[str, float] = {}
     for task, rev in owners.values():
         per_rev[rev] = per_rev.get(rev, 0.0) + task.get("tdur", task["dur"]) / 1000
-    cpu = [t.get("tdur", t["dur"]) / 1000 for t, _ in owners.values()]
-    wall = [t["dur"] / 1000 for t, _ in owners.values()]
+    kinds: dict[str, list[float]] = {}
+    for task, rev in owners.values():
+        kinds.setdefault(rev if not rev.isdigit() else "refresh", []).append(
+            task.get("tdur", task["dur"]) / 1000)
+    owned = [(t, rev) for t, rev in owners.values() if rev.isdigit()]
+    cpu = [t.get("tdur", t["dur"]) / 1000 for t, _ in owned]
+    wall = [t["dur"] / 1000 for t, _ in owned]
     refresh = [v for rev, v in per_rev.items() if rev.isdigit()]
     return {
         "refreshes": len(refresh), "redraw_tasks": len(cpu),
+        "click_cpu_ms_median": round(statistics.median(kinds["click"]), 1),
         "refresh_cpu_ms_median": round(statistics.median(refresh), 1),
         "refresh_cpu_ms_max": round(max(refresh), 1),
         "task_cpu_ms_median": round(statistics.median(cpu), 1),
@@ -150,8 +162,10 @@ def _click_costs(page, selector: str, times: int = 3) -> list[float]:
 def test_dashboard_updates_while_the_cell_runs(lab):
     lab.context.add_init_script(PROFILE_JS)
     page = lab.start_notebook("live.ipynb",
-                              [SETUP, TRAIN, "session.close()\nsession.findings()"])
+                              [SETUP, TRAIN, CLOSE])
     page.locator(".jp-Notebook .vd-dash .js-plotly-plot").first.wait_for(timeout=90_000)
+    # in view, as for a user watching it (a panel out of view is redrawn once seen)
+    page.locator(".jp-Notebook .vd-panel-curves").scroll_into_view_if_needed()
 
     counts, busy_counts = [], []
     deadline = time.time() + 60
@@ -199,6 +213,20 @@ def test_dashboard_updates_while_the_cell_runs(lab):
     assert lab.dialogs == []
     lab.screenshot(page, "02_dashboard_done.png", dash)
     _assert_survives_resize(page, dash)
+    _assert_trouble_first(page, dash)
+
+
+def _assert_trouble_first(page, dash):
+    """The worst finding sits in the status line; a finding that names a metric marks
+    its curve when clicked (findings.evidence_target)."""
+    badge = dash.locator(".vd-badge")
+    assert badge.is_visible() and "nonfinite-loss" in badge.inner_text()
+    assert dash.locator(".vd-findings .vd-finding").first.get_attribute("data-code") \
+        == "nonfinite-loss"
+    target = dash.locator(".vd-findings .vd-evidence-target[data-kind='metric']").first
+    target.click()
+    page.wait_for_function("() => document.querySelector('.jp-Notebook .vd-panel-curves')"
+                           ".data.some((t) => t.line && t.line.width === 4)", timeout=5_000)
 
 
 def _assert_survives_resize(page, dash):
@@ -225,17 +253,19 @@ def _check_budgets(lab, page) -> None:
 
     Measured as main-thread CPU (the trace's ``tdur``), which the other sessions sharing
     this machine's two cores inflate far less than wall time; both are reported."""
-    events, long = _trace(page, 6.0)
+    page.locator(".jp-Notebook .vd-panel-curves").scroll_into_view_if_needed()
+    events, long, clicks = _trace(page, 6.0)
     costs = _main_thread_costs(events, 6.0, long)
-    costs["log_toggle_ms"] = _click_costs(page, ".jp-Notebook .vd-dash .vd-log", 4)
+    costs["log_toggle_ms"] = clicks
     training = _training(lab, page)
     BUDGETS.parent.mkdir(parents=True, exist_ok=True)
     BUDGETS.write_text(json.dumps(costs, indent=1))
     print("dashboard main-thread costs:", costs)
     assert training and costs["refreshes"] >= 3, costs
-    # the whole six-panel figure took ~80-90 ms of a quiet machine's main thread a
-    # refresh, in one task; now a refresh redraws the panels it changed, one per task
-    assert costs["refresh_cpu_ms_median"] <= 45, costs
-    assert costs["task_cpu_ms_median"] <= 40, costs
+    # The whole figure was redrawn on each refresh, in one task: ~80-90 ms of a quiet
+    # machine's main thread ~2.4 times a second, long tasks 21-30% of the time. Now a
+    # refresh redraws the panels it changed, one per task, the slow panels less often.
+    # (Bounds with room for the load of this shared machine; the numbers are reported.)
+    assert costs["dashboard_cpu_share"] <= 0.15, costs
     assert costs["cpu_share_in_tasks_over_50ms"] <= 0.05, costs  # no redraw blocks the page
-    assert statistics.median(costs["log_toggle_ms"]) <= 250, costs
+    assert costs["click_cpu_ms_median"] <= 60, costs  # the toggle redraws the curves alone

@@ -68,4 +68,50 @@ function vdCurvesView(panel, smoothing, logScale) {
   return { data, layout };
 }
 
-const vdDashState = { vdPatchArray, vdApplyPanelDelta, vdCurrentPanels, vdEma, vdCurvesView };
+// A name as the kernel writes it into plotly text (vizdebug.views._dashboard_curves.label).
+function vdLabel(text) {
+  const map = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
+  return String(text).replace(/[&<>"']/g, (c) => map[c]).split("%{").join("%\u200b{");
+}
+
+// Which rows of a layer panel belong to a finding's layer: the heatmap's rows are
+// parameters ("features.2.weight"), the health bars' modules ("features.2 (Conv2d)").
+function vdLayerRows(labels, name) {
+  const own = vdLabel(name);
+  const module = name.includes(".") ? vdLabel(name.slice(0, name.lastIndexOf("."))) : null;
+  const rows = [];
+  labels.forEach((y, i) => {
+    if (y === own || y.startsWith(own + ".") || y.startsWith(own + " (") ||
+        (module !== null && y.startsWith(module + " ("))) rows.push(i);
+  });
+  return rows;
+}
+
+// A panel with a finding's evidence marked (target: evidence_target(finding) from the
+// kernel, or null): the layer's rows boxed in the layer panels, the metric's curves
+// drawn thick while the others fade. Returns the panel unchanged when nothing matches.
+function vdHighlight(name, panel, target) {
+  if (!target || !panel.data.length) return panel;
+  if (target.kind === "layer" && (name === "grads" || name === "health")) {
+    const rows = vdLayerRows(panel.data[0].y || [], target.name);
+    if (!rows.length) return panel;
+    const boxes = rows.map((i) => ({
+      type: "rect", xref: "paper", x0: 0, x1: 1, yref: "y", y0: i - 0.5, y1: i + 0.5,
+      line: { color: "#d81b60", width: 3 }, fillcolor: "rgba(0,0,0,0)",
+    }));
+    const layout = Object.assign({}, panel.layout, { shapes: (panel.layout.shapes || []).concat(boxes) });
+    return { data: panel.data, layout };
+  }
+  if (target.kind === "metric" && name === "curves") {
+    const own = vdLabel(target.name);
+    if (!panel.data.some((t) => t.name === own)) return panel;
+    const data = panel.data.map((t) => (t.name === own
+      ? Object.assign({}, t, { line: Object.assign({}, t.line, { width: 4 }), opacity: 1 })
+      : Object.assign({}, t, { opacity: 0.15 })));
+    return { data, layout: panel.layout };
+  }
+  return panel;
+}
+
+const vdDashState = { vdPatchArray, vdApplyPanelDelta, vdCurrentPanels, vdEma, vdCurvesView,
+  vdHighlight };

@@ -46,6 +46,7 @@ function controls(el) {
       ` style="width:100%;min-width:0"></div>`).join("") + "</div>").join("");
   el.innerHTML = `
     <div class="vd-dash" style="font-family:system-ui,sans-serif;font-size:13px;width:100%">
+      <style>.vd-dash .vd-evidence-target{cursor:pointer;text-decoration:underline dotted}</style>
       <div class="vd-bar" style="display:flex;gap:16px;align-items:center;margin:4px 0;flex-wrap:wrap">
         <b>vizdebug training</b>
         <button class="vd-badge" type="button" style="display:none;border:0;border-radius:10px;
@@ -104,10 +105,11 @@ function painter(Plotly, ui, model) {
   const dirty = new Set(Object.keys(ui.panels));
   const seen = new Map();
   const drawnAt = new Map();
-  let panels = null, rev = 0, timer = 0, due = Infinity;
+  let panels = null, rev = 0, timer = 0, due = Infinity, target = null;
   const draw = (name) => timed(`panel:${name}`, rev, () => {
     let fig = panels[name];
     if (name === "curves") fig = vdCurvesView(fig, parseFloat(ui.smooth.value), ui.log.checked);
+    fig = vdHighlight(name, fig, target);
     const div = ui.panels[name];
     // a fixed height: plotly's autosize must never take it from the container
     div.style.height = `${fig.layout.height}px`;
@@ -154,6 +156,14 @@ function painter(Plotly, ui, model) {
       schedule(0);
     },
     drawNow(name) { if (panels) { dirty.delete(name); draw(name); } },
+    // mark a finding's evidence (null: none); the panel that shows it, if one does
+    highlight(next) {
+      target = next;
+      if (!panels) return null;
+      const names = next && next.kind === "metric" ? ["curves"] : ["grads", "health"];
+      ["curves", "grads", "health"].forEach((n) => this.drawNow(n));
+      return names.map((n) => ui.panels[n]).find((div) => div.data && div.data.length) || null;
+    },
     stop() { io.disconnect(); Object.values(ui.panels).forEach((d) => Plotly.purge(d)); },
   };
 }
@@ -172,6 +182,26 @@ function watchWidth(Plotly, ui) {
   });
   resized.observe(ui.grid);
   return resized;
+}
+
+// A click on a finding that points at a layer or a metric (findings.evidence_target, in
+// the row's data-kind / data-name) marks it in the panels and brings it into view; a
+// second click on the same finding clears the mark.
+function showEvidence(event, ui, paint) {
+  const row = event.target.closest(".vd-finding");
+  const span = row && row.querySelector(".vd-evidence-target");
+  const kind = span && span.dataset.kind;
+  if (kind !== "layer" && kind !== "metric") return;
+  const same = ui.findings.querySelector(".vd-evidence-on") === row;
+  ui.findings.querySelectorAll(".vd-evidence-on").forEach((r) => {
+    r.classList.remove("vd-evidence-on");
+    r.style.outline = "";
+  });
+  const where = paint.highlight(same ? null : { kind, name: span.dataset.name });
+  if (same) return;
+  row.classList.add("vd-evidence-on");
+  row.style.outline = "2px solid #d81b60";
+  if (where) where.scrollIntoView({ block: "center" });
 }
 
 async function render({ model, el }) {
@@ -199,6 +229,7 @@ async function render({ model, el }) {
   ui.smooth.addEventListener("input", onCurves);
   ui.log.addEventListener("change", onCurves);
   ui.badge.addEventListener("click", () => ui.findings.scrollIntoView({ block: "start" }));
+  ui.findings.addEventListener("click", (event) => showEvidence(event, ui, paint));
   model.on("change:delta", onDelta);
   model.on("change:revision", onText);
   model.on("change:status", onText);
