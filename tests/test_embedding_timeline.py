@@ -94,6 +94,21 @@ def test_append_adds_a_frame_that_follows_the_last_one():
         view.append([EmbeddingFrame("fc2", 400, 4, x)])
 
 
+def test_predictions_per_frame_follow_the_frames_order():
+    x, y = blobs(n=60)
+    wrong = (y + 1) % 4
+    frames = frames_of(x, x * 2)[::-1]  # given newest first
+    view = show_embedding_frames(frames, labels=y, predictions=[y, wrong], method="pca")
+    codes = np.frombuffer(view.widget.predictions, dtype="<i4").reshape(2, 60)
+    names = np.array(view.classes.names)
+    assert (names[codes[0]] == wrong.astype(str)).all()  # step 0 was given second
+    assert (names[codes[1]] == y.astype(str)).all() and view.widget.color_by == "label"
+    view.append([EmbeddingFrame("fc1", 500, 5, x)]).wait(60)
+    assert len(view.widget.predictions) == 4 * 3 * 60
+    with pytest.raises(VizdebugError, match="predictions"):
+        show_embedding_frames(frames, predictions=y[:5], method="pca")
+
+
 def test_collapse_over_frames_is_found_and_clean_growth_is_not():
     x, y = blobs(n=200)
     fading = frames_of(x, x * 0.1, x * 1e-3 + 5)

@@ -119,7 +119,9 @@ y = rng.integers(0, 10, n)
 noise = rng.normal(0, 1, (n, 16))
 frames = [EmbeddingFrame("fc1", 100 * k, k, (rng.normal(0, 2 + 2 * k, (10, 16))[y] + noise)
                          .astype(np.float32)) for k in range(3)]
-tl = vd.show_embedding_frames(frames, labels=y, images=rng.random((n, 8, 8)), method="pca")
+pred = [np.where(rng.random(n) < 0.3 / (k + 1), (y + 1) % 10, y) for k in range(3)]
+tl = vd.show_embedding_frames(frames, labels=y, predictions=pred, images=rng.random((n, 8, 8)),
+                              method="pca")
 tl
 """
 TL_BUSY = "tl.wait(120)\ntime.sleep(180)  # busy: interrupted by the test"
@@ -164,7 +166,8 @@ def test_timeline_slider_hover_and_box_select_while_busy(lab):
     page.mouse.move(x, y, steps=5)
     tip = view.locator(".vd-emb-tip")
     tip.wait_for(state="visible", timeout=10_000)
-    assert "label:" in tip.inner_text() and tip.locator("img").count() == 1
+    assert "label:" in tip.inner_text() and "prediction:" in tip.inner_text()
+    assert tip.locator("img").count() == 1
     assert lab.cells(page)["cells"][1]["count"] is None  # still busy: all client-side
 
     page.mouse.move(x - 25, y - 25)

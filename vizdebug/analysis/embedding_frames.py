@@ -32,6 +32,7 @@ class Timeline:
     rows: np.ndarray  # input (probe) index of each kept row
     n_probe: int
     notes: list[str] = field(default_factory=list)
+    source: list[int] = field(default_factory=list)  # index of each frame in the list given
 
 
 def read_frames(frames: object) -> Timeline:
@@ -50,14 +51,15 @@ def read_frames(frames: object) -> Timeline:
         raise VizdebugError(f"the frames come from {len(layers)} layers {layers[:8]}: pass the "
                             "frames of one layer (e.g. [f for f in frames if f.layer == "
                             f"{layers[0]!r}])")
-    items = sorted(items, key=lambda f: f.step)
+    order = sorted(range(len(items)), key=lambda i: items[i].step)
+    items = [items[i] for i in order]
     arrays = [_matrix(f) for f in items]
     sizes = sorted({len(a) for a in arrays})
     if len(sizes) > 1:
         raise VizdebugError(f"the frames of layer {layers[0]!r} hold different numbers of probe "
                             f"rows {sizes}: every frame must hold the same probe samples")
-    return _finite(Timeline(layers[0], [int(f.step) for f in items],
-                            [f.epoch for f in items], arrays, np.arange(sizes[0]), sizes[0]))
+    return _finite(Timeline(layers[0], [int(f.step) for f in items], [f.epoch for f in items],
+                            arrays, np.arange(sizes[0]), sizes[0], source=order))
 
 
 def _frame_list(frames: object) -> list[EmbeddingFrame]:
@@ -109,7 +111,42 @@ def _finite(t: Timeline) -> Timeline:
                        f"are left out: rows {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}")
     return Timeline(t.layer, [t.steps[i] for i in keep], [t.epochs[i] for i in keep],
                     [t.values[i][rows] if len(rows) < t.n_probe else t.values[i] for i in keep],
-                    rows, t.n_probe, t.notes)
+                    rows, t.n_probe, t.notes, [t.source[i] for i in keep])
+
+
+def check_later(shown: Timeline, more: Timeline) -> None:
+    """Refuse frames that cannot extend ``shown``: another layer or probe, earlier steps,
+    or rows that are finite so far and not in them."""
+    if more.layer != shown.layer or more.n_probe != shown.n_probe:
+        raise VizdebugError(f"append takes frames of layer {shown.layer!r} with {shown.n_probe} "
+                            f"probe rows, got layer {more.layer!r} with {more.n_probe}")
+    if more.steps[0] < shown.steps[-1]:
+        raise VizdebugError(f"append takes later frames: step {more.steps[0]} comes before "
+                            f"the last frame shown (step {shown.steps[-1]})")
+    lost = np.setdiff1d(shown.rows, more.rows)
+    if len(lost):
+        raise VizdebugError(f"probe rows {lost[:10].tolist()} hold NaN or inf in the new "
+                            "frames: the points shown so far cannot be followed into them")
+
+
+def frame_predictions(predictions: object, t: Timeline, n_given: int) -> np.ndarray | None:
+    """Predictions as ``(frames, kept rows)``: one array for every frame (one value or
+    ``n x c`` scores per probe sample), or a list of such arrays, one per frame given.
+
+    >>> f = [EmbeddingFrame("fc", s, s, np.zeros((2, 1), np.float32)) for s in (5, 3)]
+    >>> frame_predictions([[1, 1], [0, 0]], read_frames(f), 2).tolist()  # by step
+    [[0, 0], [1, 1]]
+    """
+    from .embeddings import per_point
+
+    if predictions is None:
+        return None
+    if isinstance(predictions, (list, tuple)) and len(predictions) == n_given and (
+            np.ndim(predictions[0]) >= 1):
+        per = [per_point(p, t.n_probe, f"predictions[{i}]") for i, p in enumerate(predictions)]
+        return np.stack([per[i][t.rows] for i in t.source])
+    one = per_point(predictions, t.n_probe, "predictions")
+    return np.tile(one[t.rows], (len(t.steps), 1))
 
 
 def frame_name(step: int, epoch: int | None) -> str:

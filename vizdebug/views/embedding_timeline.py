@@ -1,13 +1,12 @@
 """``show_embedding_frames``: one layer's representation across training, with an epoch
 slider that moves in the browser.
 
-Every frame's PCA layout is turned onto the previous one (Procrustes) and drawn at once;
-a background thread measures each frame (kNN accuracy of the labels: the separability
-curve; effective rank and spread: ``representation-collapse``), finds label noise and
-class overlap on the last frame, then refines every frame with t-SNE or UMAP initialised
-from the previous frame's layout (see :mod:`vizdebug.analysis.embedding_align`) and swaps
-the refined layouts in together. All frames' layouts go to the browser once as float32
-buffers: the slider, hover, colouring and box / lasso selection need no kernel.
+Each frame's PCA is turned onto the previous frame's (Procrustes) and drawn at once; a
+background thread measures each frame (kNN accuracy: the separability curve; rank and
+spread: ``representation-collapse``) and the last one's label noise and class overlap,
+then refits every frame with t-SNE/UMAP from the previous frame's layout
+(:mod:`vizdebug.analysis.embedding_align`). All layouts reach the browser once as float32:
+slider, hover, colour and box / lasso selection need no kernel.
 """
 
 from __future__ import annotations
@@ -29,7 +28,14 @@ from ..analysis.embedding_align import (
     procrustes_onto,
     spread,
 )
-from ..analysis.embedding_frames import Timeline, collapse_finding, frame_name, read_frames
+from ..analysis.embedding_frames import (
+    Timeline,
+    check_later,
+    collapse_finding,
+    frame_name,
+    frame_predictions,
+    read_frames,
+)
 from ..analysis.embeddings import choose_method, pca_layout, per_point
 from ..analysis.embeddings_findings import feature_geometry, geometry_findings
 from ..errors import VizdebugError
@@ -43,6 +49,7 @@ from .embeddings_data import (
     f32,
     i32,
     legend_html,
+    no_predictions,
     point_colours,
     scatter_png,
     selected_grid,
@@ -64,14 +71,15 @@ class EmbeddingTimelineView(View):
     _refresh_static = EmbeddingView._refresh_static
 
     def __init__(self, timeline: Timeline, *, labels: np.ndarray | None = None,
-                 images: Any = None, method: str = "pca",
+                 predictions: np.ndarray | None = None, images: Any = None, method: str = "pca",
                  params: dict[str, Any] | None = None) -> None:
         self.timeline = timeline
         self.labels = labels
         self.images = images
         self.method = method
         self.params = dict(params or {})
-        self.classes = class_codes(labels, None)
+        self.predictions = predictions  # (frames, points) or None
+        self.classes = class_codes(labels, None if predictions is None else predictions.ravel())
         self._shown = aligned_previews(timeline.values)  # normalised, one per frame
         self._raw: list[np.ndarray] = []  # refined layouts in the library's scale
         self.layouts = in_box(self._shown)
@@ -113,17 +121,17 @@ class EmbeddingTimelineView(View):
         return self._done.is_set()
 
     @property
-    def steps(self) -> list[int]:
-        """The optimizer step of each frame, in order."""
-        return list(self.timeline.steps)
-
-    @property
     def findings(self) -> Findings:
         """``representation-collapse`` over the frames; ``label-noise-suspects`` and
         ``class-overlap`` on the last frame (waits for the figures)."""
         self._drawn.set()
         self._analysed.wait()
         return self._findings
+
+    @property
+    def steps(self) -> list[int]:
+        """The optimizer step of each frame, in order."""
+        return list(self.timeline.steps)
 
     @property
     def selected(self) -> list[int]:
@@ -140,21 +148,12 @@ class EmbeddingTimelineView(View):
         return selected_grid(self.images, where, self.classes, n)
 
     def append(self, frames: Any) -> EmbeddingTimelineView:
-        """Add later frames of the same layer and probe (another epoch, say): each is
-        drawn at once (its PCA turned onto the last frame's picture), then refined in the
-        background from the last refined layout; the slider grows in the browser."""
+        """Add later frames of the same layer and probe (another epoch): each drawn at once
+        (its PCA turned onto the last picture), refined in the background from the last
+        refined layout; the slider grows. The new frames have no predictions."""
         more = read_frames(frames)
         t = self.timeline
-        if more.layer != t.layer or more.n_probe != t.n_probe:
-            raise VizdebugError(f"append takes frames of layer {t.layer!r} with {t.n_probe} "
-                                f"probe rows, got layer {more.layer!r} with {more.n_probe}")
-        if more.steps[0] < t.steps[-1]:
-            raise VizdebugError(f"append takes later frames: step {more.steps[0]} comes "
-                                f"before the last frame shown (step {t.steps[-1]})")
-        lost = np.setdiff1d(t.rows, more.rows)
-        if len(lost):
-            raise VizdebugError(f"probe rows {lost[:10].tolist()} hold NaN or inf in the new "
-                                "frames: the points shown so far cannot be followed into them")
+        check_later(t, more)
         keep = np.searchsorted(more.rows, t.rows)
         with self._lock:
             for step, epoch, x in zip(more.steps, more.epochs, more.values):
@@ -164,6 +163,7 @@ class EmbeddingTimelineView(View):
                 self._shown.append(procrustes_onto(pca_layout(x[keep]), self._shown[-1]))
             self.layouts, self._since = in_box(self._shown), time.perf_counter()
             self._version += 1
+            self.classes = no_predictions(self.classes, len(more.values) * len(t.rows))
             idle, self._running = not self._running, True
             self._done.clear()
         self._push()
@@ -272,6 +272,7 @@ class EmbeddingTimelineView(View):
                 t = self.timeline
                 w.steps, w.epochs = list(t.steps), [-1 if e is None else int(e) for e in t.epochs]
                 w.xs, w.ys = self._coordinates()
+                w.predictions = i32(self.classes.predictions)
                 self._sent = self._version
             w.layout_name = self.layout_name
             w.stage, w.error, w.busy = self.stage, self.error, self._running
@@ -282,15 +283,13 @@ class EmbeddingTimelineView(View):
             w.suspects = list(self._suspects)
 
     def _coordinates(self) -> tuple[bytes, bytes]:
-        stacked = np.concatenate(self.layouts) if self.layouts else np.zeros((0, 2))
+        stacked = np.concatenate(self.layouts)  # never empty: a timeline has a frame
         return f32(stacked[:, 0]), f32(stacked[:, 1])
 
     def _curve_lists(self) -> dict[str, list[float | None]]:
-        def clean(values: list) -> list[float | None]:
-            return [None if v is None or v != v else round(float(v), 4) for v in values]
-
-        return {"kNN accuracy": clean(self.curve["knn"]),
-                "trustworthiness": clean(self.curve["trust"])}
+        return {name: [None if v is None or v != v else round(float(v), 4) for v in values]
+                for name, values in (("kNN accuracy", self.curve["knn"]),
+                                     ("trustworthiness", self.curve["trust"]))}
 
     def _build_widget(self) -> Any:
         with self._sync:  # the worker's pushes wait until the widget is in place
@@ -306,10 +305,12 @@ class EmbeddingTimelineView(View):
             xs=xs, ys=ys, n_points=len(t.rows), steps=list(t.steps),
             epochs=[-1 if e is None else int(e) for e in t.epochs], layer=t.layer,
             frame=len(t.steps) - 1, rows=t.rows.astype("<i4").tobytes(),
-            class_names=c.names, labels=i32(c.labels), thumbs=list(self.thumbs),
+            class_names=c.names, labels=i32(c.labels), predictions=i32(c.predictions),
+            thumbs=list(self.thumbs),
             layout_name=self.layout_name, stage=self.stage, error=self.error,
             busy=self._running, info_html=self._info_html(), curve=self._curve_lists(),
-            color_by="label" if c.labels is not None else "none",
+            color_by="label" if c.labels is not None else (
+                "prediction" if c.predictions is not None else "none"),
             suspects=list(self._suspects))
         widget.observe(self._on_selection, names="selected")
         return widget
@@ -354,7 +355,8 @@ class EmbeddingTimelineView(View):
 
 
 def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None,
-                          method: str = "auto", **params: Any) -> EmbeddingTimelineView:
+                          predictions: Any = None, method: str = "auto",
+                          **params: Any) -> EmbeddingTimelineView:
     """Show one layer's :class:`~vizdebug.records.EmbeddingFrame` list as points that move
     from frame to frame, with an epoch slider, a separability curve and findings.
 
@@ -366,6 +368,9 @@ def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None
         One class per probe sample (colours, the kNN curve, label-noise suspects).
     images
         The probe inputs (``N x H x W`` or ``N x C x H x W``), shown as thumbnails on hover.
+    predictions
+        One class (or ``n x c`` scores) per probe sample for every frame, or a list of
+        those, one per frame given: colour by prediction or correct / wrong, and hover.
     method
         ``"auto"`` (t-SNE up to 5,000 points, UMAP above), ``"pca"``, ``"tsne"``, ``"umap"``.
     **params
@@ -384,10 +389,12 @@ def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None
     timeline = read_frames(frames)
     n = timeline.n_probe
     given = per_point(labels, n, "labels")
+    given_count = len(frames) if isinstance(frames, (list, tuple)) else 1
+    predicted = frame_predictions(predictions, timeline, given_count)
     check_images(images, n)
     chosen = choose_method(method, len(timeline.rows))
     kept = timeline.rows
     view = EmbeddingTimelineView(
-        timeline, labels=None if given is None else given[kept],
+        timeline, labels=None if given is None else given[kept], predictions=predicted,
         images=take(images, kept, n), method=chosen, params=params)
     return view.start()

@@ -61,6 +61,18 @@ def class_codes(labels: np.ndarray | None, predictions: np.ndarray | None) -> Cl
     return Classes(text, first, second)
 
 
+def no_predictions(classes: Classes, count: int) -> Classes:
+    """``classes`` with ``count`` more predictions of "none" (-1), when it has predictions.
+
+    >>> no_predictions(class_codes(None, np.array([1])), 2).predictions.tolist()
+    [0, -1, -1]
+    """
+    if classes.predictions is None:
+        return classes
+    unknown = np.full(count, -1, dtype=classes.predictions.dtype)
+    return Classes(classes.names, classes.labels, np.concatenate([classes.predictions, unknown]))
+
+
 def _text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))

@@ -68,6 +68,7 @@ def timeline_widget() -> type:
         frame = traitlets.Int(0).tag(sync=True)
         rows = traitlets.Bytes(b"").tag(sync=True)
         labels = traitlets.Bytes(b"").tag(sync=True)
+        predictions = traitlets.Bytes(b"").tag(sync=True)
         class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
         thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
         curve = traitlets.Dict().tag(sync=True)

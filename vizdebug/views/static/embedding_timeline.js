@@ -12,6 +12,7 @@ function vdtData(model) {
   return {
     n, xs, ys, frames: xs ? Math.floor(xs.length / Math.max(1, n)) : 0,
     rows: vdArray(model.get("rows"), Int32Array), labels: vdArray(model.get("labels"), Int32Array),
+    predsAll: vdArray(model.get("predictions"), Int32Array),
     preds: null, losses: null, names: model.get("class_names"), x: null, y: null,
   };
 }
@@ -20,6 +21,7 @@ function vdtAt(d, f) {  // views of frame f's coordinates (no copy)
   const k = Math.max(0, Math.min(d.frames - 1, f));
   d.x = d.xs.subarray(k * d.n, (k + 1) * d.n);
   d.y = d.ys.subarray(k * d.n, (k + 1) * d.n);
+  d.preds = d.predsAll && d.predsAll.subarray(k * d.n, (k + 1) * d.n);  // each frame's own
   return k;
 }
 
