@@ -132,6 +132,8 @@ def test_rows_with_nan_are_left_out_of_every_frame_and_named():
     assert len(view.layouts[0]) == 48 and "rows [3, 7]" in " ".join(view.notes)
     view.widget.selected = [3]  # the fourth point drawn is probe row 4
     assert view.selected == [4]
+    grid = view.show_selected()
+    assert grid.pages[0].n_items == 1 and f'vd-label">{y[4]}<' in grid.pages[0].html
     gone = show_embedding_frames(frames_of(x, np.full_like(x, np.nan)), method="pca").wait(60)
     assert gone.steps == [0] and "left out" in gone.notes[0]
 
