@@ -39,8 +39,9 @@ class StepGrads:
         self.grad_norm: list[Any] = []  # floats (numpy path) or 0-d tensors
         self.weight_norm: list[Any] = []
         self.before: list[Any] = []  # weight copies (tensors); None: in ``flat``
-        # numpy path: (flat copy of the weights, their shapes), one per backward pass
-        self.flat: list[tuple[np.ndarray, list[tuple[int, ...]]]] = []
+        # numpy path: (flat copy of the weights, their shapes, its FlatParams), one per
+        # backward pass
+        self.flat: list[tuple[np.ndarray, list[tuple[int, ...]], FlatParams]] = []
 
 
 class GradientCollector:
@@ -64,7 +65,7 @@ class GradientCollector:
     def __init__(self, params: list[torch.Tensor]) -> None:
         self.params = [weakref.ref(p) for p in params]
         self.current: StepGrads | None = None
-        self._views: dict[tuple[int, ...], tuple[list[int], list[np.ndarray]]] = {}  # _views_of
+        self._views: dict[tuple[int, ...], FlatParams] = {}  # see _flat_of
 
     def begin(self) -> None:
         """A sampled step starts."""
@@ -96,9 +97,8 @@ class GradientCollector:
         idx = [i for i, _, _ in ready]
         pending.idx += idx
         grads = [g for _, _, g in ready]
-        views = self._views_of(idx)
-        if views is not None and _numpy_norms(pending, grads, views,
-                                              [tuple(p.shape) for _, p, _ in ready]):
+        flat = self._flat_of(idx, [p for _, p, _ in ready])
+        if flat is not None and flat.norms(pending, grads):
             return
         import torch
 
@@ -120,40 +120,97 @@ class GradientCollector:
         if not pending.idx:
             return None
         idx = np.asarray(pending.idx)
-        views = self._views_of(pending.idx) if all(b is None for b in pending.before) else None
-        if views is not None:  # the update from one subtraction (exact: w_after ~ w_before)
-            copy = [f for f, _ in pending.flat]
-            d = np.concatenate(views)
-            np.subtract(d, copy[0] if len(copy) == 1 else np.concatenate(copy), out=d)
-            update = np.sqrt(np.add.reduceat(np.square(d, out=d),
-                                             _starts(tuple(v.size for v in views))), dtype=np.float64)
-            return idx, None, np.stack([np.asarray(pending.grad_norm),
-                                        np.asarray(pending.weight_norm), update])
         now = [self.params[i]() for i in pending.idx]
         if any(p is None for p in now):
             return None
+        flat = self._flat_of(pending.idx, now) if all(b is None for b in pending.before) else None
+        if flat is not None:  # the update from one subtraction (exact: w_after ~ w_before)
+            copies_ = [c for c, _, _ in pending.flat]
+            update = flat.update(copies_[0] if len(copies_) == 1 else np.concatenate(copies_))
+            for copy, _, owner in pending.flat:
+                owner.recycle(copy)
+            return idx, None, np.stack([np.asarray(pending.grad_norm),
+                                        np.asarray(pending.weight_norm), update])
         return idx, _tensor_norms(pending, [p.detach() for p in now]), None
 
-    def _views_of(self, idx: list[int]) -> list[np.ndarray] | None:
-        """Flat numpy views of these parameters when all are dense float CPU tensors (else
-        ``None``), cached per list of parameters while each keeps its storage: optimizers
-        update in place, and a replaced ``.data`` has a new address (the cached views keep
-        the old storages alive, so their addresses cannot be reused while cached)."""
-        params = [self.params[i]() for i in idx]
-        if any(p is None for p in params):
-            self._views.clear()
-            return None
+    def _flat_of(self, idx: list[int], params: list[torch.Tensor]) -> FlatParams | None:
+        """The flat numpy views of these parameters when all are dense CPU tensors of one
+        float dtype (else ``None``), cached per list of parameters while each keeps its
+        storage: optimizers update in place, and a replaced ``.data`` has a new address
+        (the cached views keep the old storages alive, so their addresses cannot be reused
+        while cached)."""
         ptrs, key = [p.data_ptr() for p in params], tuple(idx)
         hit = self._views.get(key)
-        if hit is not None and hit[0] == ptrs:
-            return hit[1]
+        if hit is not None and hit.ptrs == ptrs:
+            return hit
         if not all(_numpy_ready(p) and p.is_contiguous() for p in params):
             return None  # (a contiguous tensor: reshape(-1) is then a view)
+        if len({p.dtype for p in params}) > 1:
+            return None
         if len(self._views) > 8:  # backward passes reaching ever other parameters
             self._views.clear()
-        views = [p.detach().numpy().reshape(-1) for p in params]
-        self._views[key] = (ptrs, views)
-        return views
+        self._views[key] = flat = FlatParams(params, ptrs)
+        return flat
+
+
+class FlatParams:
+    """Flat numpy views of a list of dense CPU parameters of one float dtype, and the
+    buffers their norms are computed in. The buffers are kept from one sampled step to
+    the next: a sampled step reads every gradient and weight (megabytes for a mid-sized
+    model), and fresh arrays of that size come as fresh pages from the system."""
+
+    def __init__(self, params: list[torch.Tensor], ptrs: list[int]) -> None:
+        self.ptrs = ptrs
+        self.views = [p.detach().numpy().reshape(-1) for p in params]
+        self.shapes = [tuple(p.shape) for p in params]
+        sizes = tuple(v.size for v in self.views)
+        self.size = sum(sizes)
+        self.dtype = self.views[0].dtype
+        self.starts = _starts(sizes)  # each weight in the flat weights
+        self.both_starts = _starts(sizes + sizes)  # each gradient, then each weight
+        self._work = np.empty(2 * self.size, self.dtype)
+        self._spare: list[np.ndarray] = []  # weight copies read back, for the next step
+
+    def norms(self, pending: StepGrads, grads: list[torch.Tensor]) -> bool:
+        """Gradient and weight norms, and the weights' copy, in two concatenations and one
+        segment sum of squares (numpy's pairwise sums keep float32 accurate to ~1e-7).
+        False: a gradient numpy cannot read (sparse, another device or dtype): the caller
+        uses torch."""
+        try:  # a gradient needs no detach unless it requires grad (create_graph=True)
+            arrays = [g.numpy() for g in grads]
+        except (TypeError, RuntimeError):
+            try:
+                arrays = [g.detach().numpy() for g in grads]
+            except (TypeError, RuntimeError):
+                return False
+        dtype = self.dtype
+        if any(a.dtype != dtype for a in arrays):
+            return False
+        n, work = self.size, self._work
+        copy = self._spare.pop() if self._spare else np.empty(n, dtype)
+        np.concatenate(arrays, axis=None, out=work[:n])
+        np.concatenate(self.views, axis=None, out=copy)  # the weights before the step
+        np.square(work[:n], out=work[:n])
+        np.square(copy, out=work[n:])
+        norms_ = np.sqrt(np.add.reduceat(work, self.both_starts), dtype=np.float64)
+        pending.grad_norm += norms_[:len(grads)].tolist()
+        pending.weight_norm += norms_[len(grads):].tolist()
+        pending.before += [None] * len(grads)
+        pending.flat.append((copy, self.shapes, self))
+        return True
+
+    def update(self, before: np.ndarray) -> np.ndarray:
+        """``||w_now - w_before||`` of each parameter (float64)."""
+        d = self._work[:self.size] if before.size == self.size else np.empty(before.size,
+                                                                               self.dtype)
+        np.concatenate(self.views, axis=None, out=d)
+        np.subtract(d, before, out=d)
+        return np.sqrt(np.add.reduceat(np.square(d, out=d), self.starts), dtype=np.float64)
+
+    def recycle(self, copy: np.ndarray) -> None:
+        """A weight copy read back: its buffer serves a later step."""
+        if copy.size == self.size and copy.dtype == self.dtype and len(self._spare) < 2:
+            self._spare.append(copy)
 
 
 def grad_rows(sealed: list[SealedGrads]) -> list[np.ndarray]:
@@ -170,33 +227,12 @@ def grad_rows(sealed: list[SealedGrads]) -> list[np.ndarray]:
             for _, norms_, values in sealed]
 
 
-def _numpy_norms(pending: StepGrads, grads: list[torch.Tensor], views: list[np.ndarray],
-                 shapes: list[tuple[int, ...]]) -> bool:
-    """One concatenation (which is also the weights' copy), one segment sum of squares
-    (numpy's pairwise sums keep float32 accurate to ~1e-7). False: a gradient numpy cannot
-    read (sparse, another device or dtype): the caller uses torch."""
-    try:
-        arrays = [g.detach().numpy().reshape(-1) for g in grads]
-    except (TypeError, RuntimeError):
-        return False
-    if any(a.dtype != v.dtype for a, v in zip(arrays, views)):
-        return False
-    flat = np.concatenate(arrays + views)
-    sizes = tuple(a.size for a in arrays) + tuple(v.size for v in views)
-    norms_ = np.sqrt(np.add.reduceat(np.square(flat), _starts(sizes)), dtype=np.float64)
-    pending.grad_norm += norms_[:len(grads)].tolist()
-    pending.weight_norm += norms_[len(grads):].tolist()
-    pending.before += [None] * len(grads)
-    pending.flat.append((flat[sum(a.size for a in arrays):], shapes))
-    return True
-
-
 def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Tensor]:
     """The three norm lists as tensors (entries taken in numpy converted)."""
     import torch
 
     numpy_copies = iter([
-        torch.from_numpy(part).reshape(shape) for flat, shapes in pending.flat
+        torch.from_numpy(part).reshape(shape) for flat, shapes, _ in pending.flat
         for part, shape in zip(np.split(flat, np.cumsum([math.prod(s) for s in shapes])[:-1]),
                                shapes)])
     before = [next(numpy_copies) if b is None else b for b in pending.before]
