@@ -184,28 +184,47 @@ def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
 
 def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
     """Rows of samples of equal widths (one vectorised pass, in the values' own dtype:
-    numpy's pairwise sums keep float32 accurate to ~1e-7 over a subsample)."""
+    float32 sums over a subsample of at most 1024 values stay accurate to ~1e-7)."""
     cat = np.concatenate
     v = cat([s.values for s in samples])  # this call's own copy: centred in place below
     units = cat([s.unit_max for s in samples])
     numel = cat([np.full(len(s.values), float(s.numel)) for s in samples])
     has_units = cat([np.full(len(s.values), s.has_units) for s in samples])
     width, n = v.shape[1], max(v.shape[1], 1)
-    mean = v.sum(1) / width if width else np.full(len(v), np.nan)
-    zero = np.count_nonzero(v == 0, axis=1) / n
-    limit = np.array([saturation_limit(c) for c in classes], dtype=v.dtype)[:, None]
-    sat = (np.count_nonzero(v > limit, axis=1) + np.count_nonzero(v < -limit, axis=1)) / n
+    # row sums by einsum (no BLAS: no thread pool), shares as bit counts: few passes
+    mean = np.einsum("ij->i", v) / width if width else np.full(len(v), np.nan)
+    zero = _count(v == 0) / n
+    limit = np.array([_LIMITS.get(c) or _limit(c) for c in classes], dtype=v.dtype)[:, None]
+    sat = (_count(v > limit) + _count(v < -limit)) / n
     for j in [j for j, c in enumerate(classes) if c in UNIT_RANGE]:
         sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / n
     special = {j: _value_stats(v[j], classes[j]) for j in np.flatnonzero(~np.isfinite(mean))}
     np.subtract(v, mean[:, None].astype(v.dtype), out=v)
-    std = np.sqrt(np.square(v, out=v).sum(1) / max(width - 1, 1)) if width > 1 else 0.0 * mean
+    std = (np.sqrt(np.einsum("ij,ij->i", v, v) / max(width - 1, 1)) if width > 1
+           else 0.0 * mean)
     dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
     absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
     rows = np.stack([mean, std, zero, dead, sat, ~np.isfinite(absmax), absmax, numel], 1)
     for j, stats in special.items():  # rare: NaN/inf in the subsample
         rows[j, [0, 1, 2, 4]] = stats
     return rows
+
+
+_LIMITS: dict[str, float] = {}
+
+
+def _limit(module_class: str) -> float:
+    """:func:`saturation_limit`, remembered per class (looked up once per row)."""
+    _LIMITS[module_class] = limit = saturation_limit(module_class)
+    return limit
+
+
+def _count(mask: np.ndarray) -> np.ndarray:
+    """``True`` per row of a 2-d mask: a population count of its bytes, eight at a time,
+    where the rows allow it (several times faster than ``count_nonzero(axis=1)``)."""
+    if mask.shape[1] % 8 or not mask.flags.c_contiguous or not hasattr(np, "bitwise_count"):
+        return np.count_nonzero(mask, axis=1)
+    return np.bitwise_count(mask.view(np.uint64)).sum(1, dtype=np.int64)
 
 
 def _value_stats(v: np.ndarray, module_class: str) -> list[float]:
