@@ -542,3 +542,30 @@ def test_the_torch_internals_the_hooks_rely_on():
     y.sum().backward()
     assert ran == [True]  # queued, and run once the gradients were accumulated
     assert len(torch._foreach_norm([torch.ones(2), torch.ones(3)], 2, dtype=torch.float32)) == 2
+
+
+def test_the_loss_checks_stop_before_the_model_s_optimizer_steps():
+    """The loss checks' torch function mode sees the loss and backward of a sampled step,
+    not the optimizer's own torch calls (once that optimizer counts the steps); another
+    optimizer stepping in between (a GAN's other half) leaves it on."""
+    depths = []
+
+    class Recording(torch.optim.SGD):
+        def step(self, closure=None):
+            depths.append(torch._C._len_torch_function_stack())
+            return super().step(closure)
+
+    model = mlp()
+    other = Recording(nn.Linear(2, 2).parameters(), lr=0.1)
+    opt = Recording(model.parameters(), lr=0.1)
+    session = vd.watch(model, every=1)
+    for _ in range(4):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(torch.randn(8, 6)), torch.randint(0, 3, (8,)))
+        other.step()
+        loss.backward()
+        opt.step()
+    session.close()
+    # step 0: the optimizer is not known yet; then the other one sees the mode, ours never
+    assert depths[:2] == [1, 1] and depths[2::2] == [1, 1, 1] and depths[3::2] == [0, 0, 0]
+    assert session.hooks.losses.calls == 4

@@ -1,4 +1,5 @@
-"""Fused tensor-list operations for the gradient collector, each with a plain fallback.
+"""Fused tensor-list operations for the gradient collector, each with a plain fallback,
+and the two points of a training step torch offers no public callback for.
 
 ``torch._foreach_*`` run one kernel launch per device and dtype instead of one per
 parameter; they are private API, so every call falls back to a loop if it is missing or
@@ -8,7 +9,7 @@ refuses the input (mixed devices, sparse gradients).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -26,6 +27,49 @@ def at_end_of_backward(callback: Callable[[], None]) -> None:
         torch.autograd.Variable._execution_engine.queue_callback(callback)
     except (AttributeError, RuntimeError):
         callback()
+
+
+class StepPreHook:
+    """A global ``torch.optim`` step pre-hook that calls ``callback()`` before a step of
+    the optimizer ``only()`` names (a weak reference, or ``None``: none yet), registered
+    only between :meth:`start` and :meth:`stop`: global hooks run on every optimizer step
+    of the process. An exception goes to ``on_error``, never into ``optimizer.step()``.
+
+    Examples
+    --------
+    >>> import torch, weakref
+    >>> seen = []
+    >>> opt = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
+    >>> hook = StepPreHook(lambda: seen.append(1), lambda: weakref.ref(opt), print)
+    >>> hook.start(); opt.step(); hook.stop(); opt.step()
+    >>> seen
+    [1]
+    """
+
+    def __init__(self, callback: Callable[[], None], only: Callable[[], Any],
+                 on_error: Callable[[str, BaseException], None]) -> None:
+        self.callback, self.only, self.on_error = callback, only, on_error
+        self._handle: Any = None
+
+    def start(self) -> None:
+        if self._handle is None:
+            import torch.optim.optimizer as optim
+
+            self._handle = optim.register_optimizer_step_pre_hook(self._hook)
+
+    def stop(self) -> None:
+        """Not from inside the hook: torch iterates the hooks while it calls them."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.remove()
+
+    def _hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        try:
+            ref = self.only()
+            if ref is not None and ref() is optimizer:
+                self.callback()
+        except Exception as exc:
+            self.on_error("the step pre-hook", exc)
 
 
 def norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -33,17 +33,17 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .anomaly import AnomalyEvent, AnomalyPolicy, WatchAnomaly
+from .anomaly import AnomalyPolicy, WatchAnomaly
 from .clock import StepClock
 from .crash import CrashNamer
-from .fused import at_end_of_backward
+from .fused import StepPreHook, at_end_of_backward
 from .gradients import GradientCollector, StepGrads
 from .losses import LossWatch
 from .optimizer_checks import OptimizerChecks
 from .outputs import OutputCollector
 from .pending import READ_AFTER, PendingSteps
 from .sampling import StepSampler
-from .stats import describe_tensor, first_tensor
+from .stats import first_tensor, nonfinite_event
 
 if TYPE_CHECKING:
     import torch
@@ -95,6 +95,9 @@ class ModelHooks:
                                                 self.gradients.params, policy, capacity)
         self.losses = LossWatch(policy.record, self.on_error,
                                 lambda: self.optimizer_checks.trainable_ids(self.clock))
+        # the loss checks stop before the model's optimizer steps (its loss was seen)
+        self._loss_seen = StepPreHook(self.losses.disarm, lambda: self.clock.optimizer,
+                                      self.on_error)
         self.sampling = False  # the step in progress is sampled
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
@@ -153,13 +156,11 @@ class ModelHooks:
 
     def _detach(self) -> None:
         handles, self.step_handles = self.step_handles, []
-        for handle in handles:
-            handle.remove()
+        _remove(handles)
 
     def _remove_root_hooks(self) -> None:
         handles, self.handles = self.handles, []
-        for handle in handles:
-            handle.remove()
+        _remove(handles)
 
     def pause(self) -> None:
         """Take every hook off until :meth:`resume` (call between training steps); the
@@ -167,11 +168,10 @@ class ModelHooks:
         if self._paused_at is not None or self._removed:
             return
         self._paused_at = self.sampler.clock()
-        self.losses.disarm()
+        self._disarm()
         self.clock.unhook()
         self._detach()
-        for handle in self.handles:
-            handle.remove()
+        _remove(self.handles)
 
     def resume(self) -> None:
         """Put back what :meth:`pause` took off (harmless when not paused)."""
@@ -190,7 +190,7 @@ class ModelHooks:
 
     def remove(self) -> None:
         """Remove every hook (harmless when called twice)."""
-        self.losses.disarm()
+        self._disarm()
         self._paused_at, self._removed = None, True
         self.clock.unhook()
         self._detach()
@@ -213,8 +213,7 @@ class ModelHooks:
         if self.train_thread is None or self.train_thread[0] != threading.get_ident():
             self.train_thread = (threading.get_ident(), threading.current_thread())
         try:
-            if self.losses.armed:
-                self.losses.disarm()  # the sampled step's loss was seen (or never came)
+            self._disarm()  # the sampled step's loss was seen (or never came)
             sampler, step = self.sampler, self.step
             sampling = sampler.start_step(step)
             if not sampling and self._sampled_step is None and (
@@ -258,8 +257,7 @@ class ModelHooks:
     # -- hooks --------------------------------------------------------------------------
     def _root_pre_hook(self, module: torch.nn.Module, args: tuple) -> None:
         try:
-            if self.losses.armed:
-                self.losses.disarm()
+            self._disarm()
             self._eval = not module.training
             self.clock.forward(module.training)
         except Exception as exc:
@@ -277,10 +275,17 @@ class ModelHooks:
                 start = self.sampler.clock()
                 self.outputs.end_forward()
                 self.losses.arm(self._sampled_step)  # what reaches the loss, until it is seen
+                if self.losses.armed and self.clock.optimizer is not None:
+                    self._loss_seen.start()
                 self.sampler.charge(self.sampler.clock() - start)
         except Exception as err:
             self.on_error("the activation collector" if exc is None else "the crash diagnosis",
                           err)
+
+    def _disarm(self) -> None:
+        if self.losses.armed:
+            self.losses.disarm()
+        self._loss_seen.stop()
 
     def _make_pre_hook(self, idx: int) -> Callable:
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
@@ -350,19 +355,11 @@ class ModelHooks:
 
     def _check_finite(self, idx: int, inputs: tuple, output: Any, frame: Any) -> None:
         """Under raise/pdb: stop at the first non-finite output (a sync per module)."""
-        import torch
-
-        tensor = first_tensor(output)
-        if ("nonfinite-activation" in self.policy.kinds or tensor is None
-                or not tensor.is_floating_point() or bool(torch.isfinite(tensor.detach()).all())):
-            return
-        path, cls, step = self.module_paths[idx], self.module_classes[idx], max(self.step, 0)
-        ins = "; ".join(describe_tensor(t) for t in inputs) or "no inputs"
-        message = (f"first non-finite activation at step {step}: output of {path!r} ({cls}): "
-                   f"{describe_tensor(tensor)}. Input: {ins}")
-        event = AnomalyEvent("nonfinite-activation", step, path, cls, message,
-                             {"input": ins, "output": describe_tensor(tensor)})
-        self.policy.handle(event, frame=frame)
+        if "nonfinite-activation" not in self.policy.kinds:
+            event = nonfinite_event(first_tensor(output), inputs, self.module_paths[idx],
+                                    self.module_classes[idx], max(self.step, 0))
+            if event is not None:
+                self.policy.handle(event, frame=frame)
 
     # -- reading --------------------------------------------------------------------------
     def check_crash(self) -> None:
@@ -385,7 +382,7 @@ class ModelHooks:
         if trainer is not None and trainer[0] != threading.get_ident() and trainer[1].is_alive():
             self.read_sealed()
             return
-        self.losses.disarm()
+        self._disarm()
         self.check_crash()
         with self.pending.lock:
             self._seal()
@@ -395,3 +392,8 @@ class ModelHooks:
         """Read what is already sealed, leaving the step in progress alone (any thread)."""
         self.check_crash()
         self.pending.read_all()
+
+
+def _remove(handles: list[Any]) -> None:
+    for handle in handles:
+        handle.remove()

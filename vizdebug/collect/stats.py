@@ -34,6 +34,7 @@ from ..analysis.activations import (
     subsample_step,
     unit_axis,
 )
+from .anomaly import AnomalyEvent
 
 if TYPE_CHECKING:
     import torch
@@ -270,6 +271,21 @@ def describe_tensor(t: Any) -> str:
         f"{head}, {n_bad} non-finite of {x.numel()}, "
         f"finite min {lo:.4g}, max {hi:.4g}, mean {mean:.4g}"
     )
+
+
+def nonfinite_event(tensor: Any, inputs: tuple, path: str, module_class: str,
+                    step: int) -> AnomalyEvent | None:
+    """The event for a floating output holding NaN/inf (one sync), else ``None``."""
+    import torch
+
+    if tensor is None or not tensor.is_floating_point() or bool(
+            torch.isfinite(tensor.detach()).all()):
+        return None
+    ins = "; ".join(describe_tensor(t) for t in inputs) or "no inputs"
+    message = (f"first non-finite activation at step {step}: output of {path!r} "
+               f"({module_class}): {describe_tensor(tensor)}. Input: {ins}")
+    return AnomalyEvent("nonfinite-activation", step, path, module_class, message,
+                        {"input": ins, "output": describe_tensor(tensor)})
 
 
 def first_tensor(value: Any) -> torch.Tensor | None:
