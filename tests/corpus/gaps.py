@@ -20,9 +20,6 @@ GAPS: dict[str, str] = {
 }
 
 FLAKY: dict[str, str] = {
-    "control/regression-full-batch-loader": "timing: 'input-bound' in 1 of 6 runs with the "
-                                            "2 cores loaded (load average ~9): the share of "
-                                            "wall-clock time a full-batch loader waits",
     "rnn-exploding-without-clipping/twin": "sampling: 'exploding-gradients' on the clipped "
                                            "run in 1 of 4 runs (which steps every='auto' "
                                            "samples depends on timing)",
