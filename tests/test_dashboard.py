@@ -19,7 +19,13 @@ from vizdebug._env import set_renderer
 from vizdebug.records import TrainingRecords
 from vizdebug.views import dashboard as dash_module
 from vizdebug.views._dashboard_delta import DeltaEncoder, patch_size, state_size
-from vizdebug.views._dashboard_figure import MAX_POINTS, dashboard_panels, epoch_marks
+from vizdebug.views._dashboard_figure import (
+    MAX_POINTS,
+    dashboard_panels,
+    epoch_marks,
+    saturation_meaning,
+    twin_figure,
+)
 from vizdebug.views.dashboard import Dashboard, _live
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -303,3 +309,18 @@ def test_a_findings_evidence_is_marked_in_its_panel():
     run = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60,
                          check=True)
     assert json.loads(run.stdout) == [[0, 1], [0], [2], [1], [], [[1, 0.15], [4, 1]], True]
+
+
+def test_legibility_zero_gradients_saturation_and_the_static_picture():
+    grads = np.zeros((3, 2, 3))
+    grads[:, 0, 0] = 0.5  # a.weight has gradients, b.weight exactly zero ones
+    rec = TrainingRecords(grads=grads, grad_steps=np.arange(3), param_paths=["a.weight", "b.weight"],
+                          scalars={"loss": (np.arange(100), np.r_[5000.0, np.linspace(2, 1, 99)])})
+    panels = dashboard_panels(rec, np.empty((0, 4)))
+    heat, zero = panels["grads"]["data"]
+    assert heat["z"][1] == [None] * 3 and zero["z"] == [[None] * 3, [0.0] * 3]  # not a blank
+    assert "exactly 0" in panels["grads"]["layout"]["title"]["text"]
+    assert "no flat region" in saturation_meaning("Linear") and "0.99" in saturation_meaning("Tanh")
+    twin = twin_figure(panels["curves"])
+    low, high = panels["curves"]["layout"]["yaxis"]["range"]
+    assert high < 3 and max(v for v in twin["data"][0]["y"] if v is not None) == high

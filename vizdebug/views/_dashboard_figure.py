@@ -211,7 +211,8 @@ def dashboard_panels(rec: TrainingRecords, system: np.ndarray,
     data = {"curves": curves, "grads": heatmap_traces(rec), "health": health_traces(rec),
             "timing": timing_traces(rec), "system": system_traces(system)}
     layouts = _panel_layouts(rec, data)
-    layouts["curves"] = _layout("<b>Learning curves</b>", 340, **curves_layout(rec, curves, bounds))
+    layouts["curves"] = _layout("<b>Learning curves</b>", 340, right=60,
+                                **curves_layout(rec, curves, bounds))
     for name, traces in data.items():
         if not traces:
             layouts[name]["annotations"] = [
@@ -224,7 +225,8 @@ def dashboard_panels(rec: TrainingRecords, system: np.ndarray,
 
 def twin_figure(panel: dict[str, Any]) -> dict[str, Any]:
     """A panel as the static twin's SVG (``_figure_svg``) draws it: the title as a note
-    above the plot, room on the right for the legend."""
+    above the plot, room on the right for the legend (none when the panel has none), the
+    curves clamped to the robust range, non-finite crosses along its top edge."""
     layout = dict(panel["layout"])
     title = (layout.pop("title", None) or {}).get("text", "")
     notes = [n for n in layout.get("annotations") or [] if n.get("xref") == "paper"]
@@ -235,4 +237,26 @@ def twin_figure(panel: dict[str, Any]) -> dict[str, Any]:
     if layout.get("showlegend"):
         margin["r"] = max(margin.get("r", 20), 150)
     layout.update(annotations=notes, margin=margin)
-    return {"data": panel["data"], "layout": layout}
+    if layout.pop("yaxis3", None) is not None:  # the non-finite band
+        layout["yaxis"] = dict(layout["yaxis"], domain=[0, 1])
+    lo, hi = _twin_bounds(panel["data"], layout.get("yaxis") or {})
+    data = []
+    for trace in panel["data"]:
+        if trace.get("visible") == "legendonly":  # the learning rates: not in a picture
+            continue
+        trace = dict(trace, showlegend=bool(layout.get("showlegend")) and
+                     trace.get("showlegend", True))
+        if trace.get("yaxis") == "y3":
+            trace.update(yaxis="y", y=[hi] * len(trace.get("y") or []))
+        elif trace.get("yaxis", "y") == "y" and trace.get("type", "scatter") == "scatter":
+            trace["y"] = [v if v is None else min(max(v, lo), hi) for v in trace.get("y") or []]
+        data.append(trace)
+    return {"data": data, "layout": layout}
+
+
+def _twin_bounds(data: list[dict[str, Any]], yaxis: dict[str, Any]) -> tuple[float, float]:
+    if yaxis.get("range"):
+        return tuple(yaxis["range"])
+    values = [v for t in data if t.get("yaxis", "y") == "y" and t.get("type", "scatter") ==
+              "scatter" for v in t.get("y") or [] if isinstance(v, (int, float))]
+    return (min(values), max(values)) if values else (0.0, 1.0)
