@@ -128,7 +128,8 @@ function painter(Plotly, ui, model) {
     if (!panels) return;
     let wait = Infinity;
     for (const name of dirty) {
-      if (seen.get(name) === false) continue; // drawn when scrolled into view
+      // out of view: drawn once, then again only when scrolled into view
+      if (seen.get(name) === false && drawnAt.has(name)) continue;
       const left = (drawnAt.get(name) ?? -1e9) + (VD_GAP_MS[name] || 0) - performance.now();
       if (left <= 0) {
         dirty.delete(name);
