@@ -1,8 +1,8 @@
 // vizdebug training dashboard: one small plotly figure per panel. A refresh from the
 // kernel is a delta (dashboard_state.js); only the panels it changed are redrawn, one
-// per task so no single task blocks the page, and a panel scrolled out of view waits
-// until it is seen. plotly.js comes once per page: from window.Plotly if present, else
-// from the shared bundle widget (one copy per kernel). Smoothing, log scale, zoom and
+// per task so no single task blocks the page, the slow panels less often. plotly.js
+// comes once per page: from window.Plotly if present, else from the shared bundle
+// widget (one copy per kernel). Smoothing, log scale, zoom and
 // hover run here, so they work while the kernel is busy training.
 
 function loadPlotly(model) {
@@ -99,11 +99,10 @@ function showBadge(ui, badge) {
 // the learning curves follow the refreshes (the kernel sends ~2-3 a second).
 const VD_GAP_MS = { curves: 400, timing: 1500, grads: 2500, health: 2500, system: 2500 };
 
-// Redraws the panels marked dirty, one per task, skipping those out of view.
+// Redraws the panels marked dirty, one per task.
 function painter(Plotly, ui, model) {
   const config = { displaylogo: false, responsive: false };
   const dirty = new Set(Object.keys(ui.panels));
-  const seen = new Map();
   const drawnAt = new Map();
   let panels = null, rev = 0, timer = 0, due = Infinity, target = null;
   const draw = (name) => timed(`panel:${name}`, rev, () => {
@@ -128,8 +127,6 @@ function painter(Plotly, ui, model) {
     if (!panels) return;
     let wait = Infinity;
     for (const name of dirty) {
-      // out of view: drawn once, then again only when scrolled into view
-      if (seen.get(name) === false && drawnAt.has(name)) continue;
       const left = (drawnAt.get(name) ?? -1e9) + (VD_GAP_MS[name] || 0) - performance.now();
       if (left <= 0) {
         dirty.delete(name);
@@ -141,11 +138,6 @@ function painter(Plotly, ui, model) {
     }
     if (wait < Infinity) schedule(wait);
   };
-  const io = new IntersectionObserver((entries) => {
-    for (const e of entries) seen.set(e.target.dataset.panel, e.isIntersecting);
-    schedule(0);
-  }, { rootMargin: "200px" });
-  Object.values(ui.panels).forEach((div) => io.observe(div));
   return {
     update(state, changed, revision) {
       if (!state) return; // a delta for a snapshot not here yet: the next one will be
@@ -165,7 +157,7 @@ function painter(Plotly, ui, model) {
       ["curves", "grads", "health"].forEach((n) => this.drawNow(n));
       return names.map((n) => ui.panels[n]).find((div) => div.data && div.data.length) || null;
     },
-    stop() { io.disconnect(); Object.values(ui.panels).forEach((d) => Plotly.purge(d)); },
+    stop() { Object.values(ui.panels).forEach((d) => Plotly.purge(d)); },
   };
 }
 
