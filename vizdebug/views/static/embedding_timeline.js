@@ -129,7 +129,8 @@ function vdtRender({ model, el }) {
     s.frame = vdtAt(s.d, Number(time.slider.value));
     if (s.plot) s.plot.draw(points()[0], { ...options(true), transitionDuration: 750 });
   };
-  vdtWire(model, el, ui, s, { recolour, relayout, marks, t0, points });
+  vdWire(model, el, ui, s, { recolour, relayout, t0, layoutKeys: ["xs"] });
+  model.on("change:curve", marks);
   marks();
   recolour();
   vdtStart(model, el, ui, s, recolour, 0);
@@ -157,33 +158,4 @@ function vdtStart(model, el, ui, s, recolour, tries) {
   recolour();
 }
 
-function vdtWire(model, el, ui, s, { recolour, relayout, marks, t0 }) {
-  const status = () => vdStatus(model, ui.status, t0);
-  const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
-  // a notebook reads shift + mouse down as "extend the cell selection" and then swallows
-  // the mouse moves: keep the box's shift-drag to the plot
-  ui.stage.addEventListener("mousedown", (e) => { if (e.shiftKey) e.stopPropagation(); });
-  ui.stage.addEventListener("mousemove", (e) => {
-    const r = ui.stage.getBoundingClientRect();
-    s.mouse = [e.clientX - r.left, e.clientY - r.top];
-  });
-  ui.pick.addEventListener("change", () => { model.set("color_by", ui.pick.value); model.save_changes(); recolour(); });
-  vdSelectTools(ui, s);
-  ui.clear.addEventListener("click", () => s.plot && s.plot.deselect());
-  const suspects = () => {
-    const n = model.get("suspects").length;
-    ui.suspects.textContent = `select label-noise suspects (${n})`;
-    ui.suspects.style.display = n ? "" : "none";
-  };
-  ui.suspects.addEventListener("click", () => s.plot && s.plot.select(model.get("suspects")));
-  model.on("change:suspects", suspects);
-  suspects();
-  model.on("change:xs", relayout);
-  model.on("change:curve", marks);
-  model.on("change:color_by", recolour);
-  model.on("change:info_html", showInfo);
-  for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, status);
-  s.timer = setInterval(() => { if (model.get("busy")) status(); }, 500);
-  showInfo();
-}
 export default { render: vdtRender };

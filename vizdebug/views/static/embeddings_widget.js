@@ -240,7 +240,9 @@ function vdSelectTools(ui, s) {
   }
 }
 
-function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
+// shared by the timeline view (its script follows this one): `layoutKeys` are the synced
+// traits whose change means new positions
+function vdWire(model, el, ui, s, { recolour, relayout, t0, layoutKeys = ["x", "y"] }) {
   const status = () => vdStatus(model, ui.status, t0);
   const showInfo = () => { ui.side.innerHTML = model.get("info_html"); status(); };
   // a notebook reads shift + mouse down as "extend the cell selection" and then swallows
@@ -261,8 +263,7 @@ function vdWire(model, el, ui, s, { recolour, relayout, t0 }) {
   ui.suspects.addEventListener("click", () => s.plot && s.plot.select(model.get("suspects")));
   model.on("change:suspects", suspects);
   suspects();
-  model.on("change:x", relayout);
-  model.on("change:y", relayout);
+  for (const k of layoutKeys) model.on(`change:${k}`, relayout);
   model.on("change:color_by", recolour);
   model.on("change:info_html", showInfo);
   for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, status);
