@@ -18,20 +18,16 @@ def _asset(name: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def embedding_widget() -> type:
-    """The anywidget class of :class:`~vizdebug.views.embeddings.EmbeddingView`."""
+def _base_widget() -> type:
+    """The traits both embedding widgets sync: point attributes, status, selection."""
     import anywidget
     import traitlets
 
-    class EmbeddingWidget(anywidget.AnyWidget):
-        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
+    class EmbeddingWidgetBase(anywidget.AnyWidget):
         _css = _asset("embeddings.css")
-        x = traitlets.Bytes(b"").tag(sync=True)
-        y = traitlets.Bytes(b"").tag(sync=True)
         rows = traitlets.Bytes(b"").tag(sync=True)
         labels = traitlets.Bytes(b"").tag(sync=True)
         predictions = traitlets.Bytes(b"").tag(sync=True)
-        losses = traitlets.Bytes(b"").tag(sync=True)
         class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
         thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
         layout_name = traitlets.Unicode("").tag(sync=True)
@@ -43,6 +39,20 @@ def embedding_widget() -> type:
         selected = traitlets.List(traitlets.Int()).tag(sync=True)
         suspects = traitlets.List(traitlets.Int()).tag(sync=True)
         fallback_id = traitlets.Unicode("").tag(sync=True)
+
+    return EmbeddingWidgetBase
+
+
+@lru_cache(maxsize=1)
+def embedding_widget() -> type:
+    """The anywidget class of :class:`~vizdebug.views.embeddings.EmbeddingView`."""
+    import traitlets
+
+    class EmbeddingWidget(_base_widget()):
+        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
+        x = traitlets.Bytes(b"").tag(sync=True)
+        y = traitlets.Bytes(b"").tag(sync=True)
+        losses = traitlets.Bytes(b"").tag(sync=True)
 
     return EmbeddingWidget
 
@@ -50,15 +60,13 @@ def embedding_widget() -> type:
 @lru_cache(maxsize=1)
 def timeline_widget() -> type:
     """The anywidget class of the embedding timeline (the slider's frames in ``xs``/``ys``)."""
-    import anywidget
     import traitlets
 
     widget_js = _asset("embeddings_widget.js").replace("export default { render };", "")
 
-    class EmbeddingTimelineWidget(anywidget.AnyWidget):
+    class EmbeddingTimelineWidget(_base_widget()):
         _esm = live_esm("\n".join([_asset(_VENDOR), widget_js,
                                    _asset("embedding_timeline.js")]))
-        _css = _asset("embeddings.css")
         xs = traitlets.Bytes(b"").tag(sync=True)
         ys = traitlets.Bytes(b"").tag(sync=True)
         n_points = traitlets.Int(0).tag(sync=True)
@@ -66,20 +74,6 @@ def timeline_widget() -> type:
         epochs = traitlets.List(traitlets.Int()).tag(sync=True)
         layer = traitlets.Unicode("").tag(sync=True)
         frame = traitlets.Int(0).tag(sync=True)
-        rows = traitlets.Bytes(b"").tag(sync=True)
-        labels = traitlets.Bytes(b"").tag(sync=True)
-        predictions = traitlets.Bytes(b"").tag(sync=True)
-        class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
         curve = traitlets.Dict().tag(sync=True)
-        layout_name = traitlets.Unicode("").tag(sync=True)
-        stage = traitlets.Unicode("").tag(sync=True)
-        error = traitlets.Unicode("").tag(sync=True)
-        busy = traitlets.Bool(False).tag(sync=True)
-        info_html = traitlets.Unicode("").tag(sync=True)
-        color_by = traitlets.Unicode("label").tag(sync=True)
-        selected = traitlets.List(traitlets.Int()).tag(sync=True)
-        suspects = traitlets.List(traitlets.Int()).tag(sync=True)
-        fallback_id = traitlets.Unicode("").tag(sync=True)
 
     return EmbeddingTimelineWidget
