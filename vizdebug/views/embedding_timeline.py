@@ -69,6 +69,13 @@ class EmbeddingTimelineView(View):
     title = "vizdebug embedding timeline"
     _ipython_display_ = EmbeddingView._ipython_display_
     _refresh_static = EmbeddingView._refresh_static
+    # the same background-view mechanics: wait for the work, its state, the selection,
+    # the stage pushed to the widget
+    wait = EmbeddingView.wait
+    done = EmbeddingView.done
+    selected = EmbeddingView.selected
+    _set_stage = EmbeddingView._set_stage
+    _push = EmbeddingView._push
 
     def __init__(self, timeline: Timeline, *, labels: np.ndarray | None = None,
                  predictions: np.ndarray | None = None, images: Any = None, method: str = "pca",
@@ -108,18 +115,6 @@ class EmbeddingTimelineView(View):
                          daemon=True).start()
         return self
 
-    def wait(self, timeout: float | None = None) -> EmbeddingTimelineView:
-        """Block until the refined layouts and every figure are in (or ``timeout`` passes)."""
-        self._drawn.set()
-        self._done.wait(timeout)
-        self._refresh_static()
-        return self
-
-    @property
-    def done(self) -> bool:
-        """True once the background work has finished (or failed: see ``error``)."""
-        return self._done.is_set()
-
     @property
     def findings(self) -> Findings:
         """``representation-collapse`` over the frames; ``label-noise-suspects`` and
@@ -132,11 +127,6 @@ class EmbeddingTimelineView(View):
     def steps(self) -> list[int]:
         """The optimizer step of each frame, in order."""
         return list(self.timeline.steps)
-
-    @property
-    def selected(self) -> list[int]:
-        """Probe indices of the points selected in the browser (box or lasso)."""
-        return list(self._selected)
 
     def show_selected(self, n: int | None = None) -> Any:
         """The selected probe samples' images (with labels) as a :func:`show_batch` grid."""
@@ -256,15 +246,6 @@ class EmbeddingTimelineView(View):
         self._set_stage("measuring the pictures")
         self.curve["trust"] += [layout_trust(self.timeline.values[i], self.layouts[i])
                                 for i in range(first, n)]
-
-    def _set_stage(self, text: str) -> None:
-        self.stage = text
-        self._push()
-
-    def _push(self) -> None:
-        with self._sync:
-            if self._widget is not None:
-                self._send(self._widget)
 
     def _send(self, w: Any) -> None:
         with w.hold_sync():
