@@ -99,26 +99,11 @@ def test_static_twins_show_the_final_state_in_a_light_notebook(executed):
     for code in ("input-nonfinite", "nonfinite-activation", "nonfinite-loss"):
         assert f'data-code="{code}"' in bad
     assert "No findings" not in bad
-    # plotly.js at most once (in the bundle widget's saved state, gzipped, when the notebook
-    # ran in less than the bundle's release delay); everything else within 2 MB
+    # no plotly.js anywhere: the twins are SVG, the live dashboard draws its own charts
     text_nb = nbformat.writes(executed)
-    bundle = _bundle_state_bytes(executed)
-    assert bundle <= 2_100_000, f"the plotly.js bundle's saved state is {bundle / 1e6:.1f} MB"
-    size = len(text_nb.encode()) - bundle
-    assert size <= 2_000_000, f"executed notebook is {size / 1e6:.1f} MB besides plotly.js"
-
-
-def _bundle_state_bytes(nb: nbformat.NotebookNode) -> int:
-    """Bytes the saved widget state spends on the plotly.js bundle (0 once released)."""
-    import json
-
-    states = nb.metadata.get("widgets", {}).get(
-        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    sizes = [len(json.dumps(v)) for v in states.values()
-             if ["source"] in [b.get("path") for b in v.get("buffers", [])]
-             and len(json.dumps(v)) > 100_000]
-    assert len(sizes) <= 1, "plotly.js saved more than once"
-    return sum(sizes)
+    assert "plotly.js v" not in text_nb and "Plotly.newPlot" not in text_nb
+    size = len(text_nb.encode())
+    assert size <= 2_000_000, f"executed notebook is {size / 1e6:.1f} MB"
 
 
 def test_the_anomaly_is_one_styled_finding_not_a_stderr_box(executed):

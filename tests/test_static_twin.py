@@ -1,10 +1,8 @@
 """Static twins: light (an SVG picture, no plotly.js), truthful (redrawn with the latest
-state through their display handle, at a bounded rate while running), escaped; the
-plotly.js bundle leaves the widget state once the page had time to load it."""
+state through their display handle, at a bounded rate while running), escaped."""
 
 from __future__ import annotations
 
-import gzip
 import re
 import time
 from types import SimpleNamespace
@@ -14,7 +12,7 @@ import torch
 
 import vizdebug as vd
 from vizdebug.records import TrainingRecords
-from vizdebug.views import _base, _plotly_bundle
+from vizdebug.views import _base
 from vizdebug.views._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from vizdebug.views._figure_svg import figure_svg, nice_ticks
 from vizdebug.views.dashboard import Dashboard
@@ -97,19 +95,3 @@ class _Null:
 
     def __exit__(self, *exc):
         return False
-
-
-def test_plotly_js_leaves_the_widget_state_once_loaded_and_comes_back_on_request():
-    class Bundle:
-        source = b""
-
-        def on_msg(self, callback):
-            self.callback = callback
-
-    bundle = _plotly_bundle.keep_light(Bundle())
-    assert len(bundle.source) > 1_000_000
-    assert not _plotly_bundle.release_if_due(bundle)  # the page may still be loading it
-    assert _plotly_bundle.release_if_due(bundle, time.monotonic() + _plotly_bundle.RELEASE_AFTER)
-    assert bundle.source == b""
-    bundle.callback(bundle, {"want": "source"}, [])  # a reloaded page asks again
-    assert gzip.decompress(bundle.source).startswith(b"/**")  # plotly.js, gzipped

@@ -60,7 +60,7 @@ _CELLS_JS = """() => {
 
 # How many points the dashboard's 'loss' curve has on the page (-1: no figure yet).
 POINTS_JS = """() => {
-  const gd = document.querySelector('.jp-Notebook .vd-dash .js-plotly-plot');
+  const gd = document.querySelector('.jp-Notebook .vd-dash .vd-panel-curves');
   if (!gd || !gd.data) return -1;
   const t = gd.data.find(d => d.name === 'loss');
   return t ? t.x.length : 0;

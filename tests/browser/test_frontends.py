@@ -82,10 +82,10 @@ def _essentials(app: JupyterLab, page, state, name: str) -> None:
 
 
 def _dashboards(page) -> None:
-    plots = page.locator(".jp-Notebook .vd-dash .vd-panel-curves.js-plotly-plot")
+    plots = page.locator(".jp-Notebook .vd-dash .vd-panel-curves .vd-chart-svg")
     assert plots.count() == 2
     drawn = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .vd-dash "
-                          ".vd-panel-curves.js-plotly-plot')].map(g => (g.data || []).length)")
+                          ".vd-panel-curves')].map(g => (g.data || []).length)")
     assert all(n > 0 for n in drawn), drawn
     statuses = page.locator(".jp-Notebook .vd-dash .vd-status").all_inner_texts()
     assert all("closed" in s for s in statuses), statuses

@@ -1,13 +1,14 @@
 """The live training dashboard: curves, gradient/activation health, data timing, findings.
 
-One anywidget holds one small plotly figure per panel. A refresh sends only what changed
+One anywidget draws five small panels, each its own SVG chart drawn in the browser
+(``static/chart_*.js``) from a plotly-shaped dict (``_dashboard_figure``), the same dict
+the static twin draws in Python (``_figure_svg``). A refresh sends only what changed
 (``_dashboard_delta``: the new points of each trace, the changed heatmap columns), and the
-browser redraws only the panels it touched, in place, zoom kept. plotly.js travels once per kernel, in a shared bundle widget,
-instead of ~5 MB per figure. A daemon thread refreshes the figure from the session: only
-when something new was collected, never more than a few times a second, and with an
-interval that keeps the kernel time spent on the view under 2% (``budget``). So it updates
-while a loop runs in the same cell and while training runs in another thread.
-"""
+browser redraws only the panels it touched, zoom kept. A daemon thread refreshes the
+figure from the session: only when something new was collected, never more than a few
+times a second, and with an interval that keeps the kernel time spent on the view under
+2% (``budget``). So it updates while a loop runs in the same cell and while training runs
+in another thread."""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from ._base import TWIN_INTERVAL, View, live_esm, plotly_div
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._figure_svg import figure_svg
-from ._plotly_bundle import keep_light
 
 _STATIC = Path(__file__).with_name("static")
 _HALF = ("grads", "health", "timing", "system")  # two to a row
@@ -40,37 +40,16 @@ BUDGET = 0.02
 def _esm() -> str:
     # an anywidget ESM is one module string: the pure state code, then the view
     return "\n".join((_STATIC / name).read_text(encoding="utf-8")
-                     for name in ("dashboard_state.js", "dashboard_widget.js"))
-
-
-_bundle_lock = threading.Lock()
-_bundle: Any = None
-
-
-def plotly_bundle() -> Any:
-    """The one widget per kernel that carries plotly.js to the browser."""
-    global _bundle
-    import anywidget
-    import traitlets
-
-    with _bundle_lock:
-        if _bundle is None or getattr(_bundle, "comm", None) is None:
-            class PlotlyBundle(anywidget.AnyWidget):
-                _esm = "export default { render() {} };"
-                source = traitlets.Bytes(b"").tag(sync=True)  # plotly.js, gzip
-
-            _bundle = keep_light(PlotlyBundle())  # out of saved notebooks once loaded
-        return _bundle
+                     for name in ("dashboard_state.js", "chart_core.js", "chart_panel.js",
+                                 "chart_view.js", "dashboard_widget.js"))
 
 
 def _widget_class() -> type:
     import anywidget
     import traitlets
-    from ipywidgets import widget_serialization
 
     class DashboardWidget(anywidget.AnyWidget):
         _esm = live_esm(_esm())
-        bundle = traitlets.Any().tag(sync=True, **widget_serialization)
         fallback_id = traitlets.Unicode("").tag(sync=True)  # the static twin to hide
         snapshot = traitlets.Dict().tag(sync=True)  # {"rev", "panels"}: sent rarely
         delta = traitlets.Dict().tag(sync=True)  # what changed since the snapshot
@@ -195,7 +174,7 @@ class Dashboard(View):
         global _WIDGET_CLASS
         if _WIDGET_CLASS is None:
             _WIDGET_CLASS = _widget_class()
-        widget = _WIDGET_CLASS(bundle=plotly_bundle())
+        widget = _WIDGET_CLASS()
         self._widget = widget
         # The session keeps the view: `display(session.dashboard())` holds no other
         # reference, and the view is what pushes new data (from log() and its thread).

@@ -1,40 +1,9 @@
-// vizdebug training dashboard: one small plotly figure per panel. A refresh from the
-// kernel is a delta (dashboard_state.js); only the panels it changed are redrawn, one
-// per task so no single task blocks the page, the slow panels less often. plotly.js
-// comes once per page: from window.Plotly if present, else from the shared bundle
-// widget (one copy per kernel). Smoothing, log scale, zoom and
-// hover run here, so they work while the kernel is busy training.
-
-function loadPlotly(model) {
-  if (window.Plotly) return Promise.resolve(window.Plotly);
-  if (!window.__vizdebugPlotly) {
-    window.__vizdebugPlotly = (async () => {
-      const ref = model.get("bundle") || "";
-      const bundle = await model.widget_manager.get_model(ref.replace("IPY_MODEL_", ""));
-      // gzip bytes (1.5 MB instead of 4.8); released from the widget state once loaded
-      // (see _plotly_bundle.py): a page that comes later asks for them again
-      const has = () => { const v = bundle.get("source"); return v && v.byteLength > 0 ? v : null; };
-      const packed = has() || await new Promise((resolve) => {
-        bundle.on("change:source", () => { if (has()) resolve(has()); });
-        bundle.send({ want: "source" });
-      });
-      const unpacked = new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"));
-      const source = await new Response(unpacked).text();
-      const amd = window.define;
-      window.define = undefined; // plotly's UMD header must set window.Plotly, not define()
-      try {
-        const script = document.createElement("script");
-        script.textContent = source;
-        document.head.appendChild(script);
-      } finally {
-        window.define = amd;
-      }
-      if (!window.Plotly) throw new Error("vizdebug: plotly.js did not load");
-      return window.Plotly;
-    })();
-  }
-  return window.__vizdebugPlotly;
-}
+// vizdebug training dashboard: one small chart per panel. A refresh from the kernel is a
+// delta (dashboard_state.js); only the panels it changed are redrawn, one per task, the
+// slow panels less often. Each panel is our own SVG chart (chart_core.js, chart_panel.js,
+// chart_view.js: a few milliseconds a redraw, where plotly took 25-80), so the page needs
+// no plotly.js. Smoothing, log scale, zoom and hover run here, so they work while the
+// kernel is busy training.
 
 const VD_ROWS = [["curves"], ["grads", "health"], ["timing", "system"]];
 const VD_BADGE = { error: ["#c62828", "#fff"], warning: ["#f9a825", "#222"], info: ["#e3f2fd", "#0d47a1"] };
@@ -97,22 +66,19 @@ function showBadge(ui, badge) {
 
 // The panels that change slowly or matter less are redrawn at most this often (ms);
 // the learning curves follow the refreshes (the kernel sends ~2-3 a second).
-const VD_GAP_MS = { curves: 400, timing: 1500, grads: 2500, health: 2500, system: 2500 };
+const VD_GAP_MS = { curves: 250, timing: 1000, grads: 1000, health: 1000, system: 1000 };
 
 // Redraws the panels marked dirty, one per task.
-function painter(Plotly, ui, model) {
-  const config = { displaylogo: false, responsive: false };
+function painter(ui) {
   const dirty = new Set(Object.keys(ui.panels));
-  const drawnAt = new Map();
+  const drawnAt = new Map(), charts = new Map();
   let panels = null, rev = 0, timer = 0, due = Infinity, target = null;
   const draw = (name) => timed(`panel:${name}`, rev, () => {
     let fig = panels[name];
     if (name === "curves") fig = vdCurvesView(fig, parseFloat(ui.smooth.value), ui.log.checked);
     fig = vdHighlight(name, fig, target);
-    const div = ui.panels[name];
-    // a fixed height: plotly's autosize must never take it from the container
-    div.style.height = `${fig.layout.height}px`;
-    Plotly.react(div, fig.data, fig.layout, config);
+    if (!charts.has(name)) charts.set(name, vdChart(ui.panels[name]));
+    charts.get(name).draw(fig);
     drawnAt.set(name, performance.now());
   });
   const schedule = (ms) => {
@@ -157,11 +123,14 @@ function painter(Plotly, ui, model) {
       ["curves", "grads", "health"].forEach((n) => this.drawNow(n));
       return names.map((n) => ui.panels[n]).find((div) => div.data && div.data.length) || null;
     },
-    stop() { Object.values(ui.panels).forEach((d) => Plotly.purge(d)); },
+    resize() {
+      for (const [name, chart] of charts) chart.resize(ui.panels[name].clientWidth);
+    },
+    stop() { charts.forEach((chart) => chart.purge()); },
   };
 }
 
-function watchWidth(Plotly, ui) {
+function watchWidth(ui, paint) {
   let width = ui.grid.clientWidth;
   let frame = 0;
   const resized = new ResizeObserver(() => {
@@ -170,7 +139,7 @@ function watchWidth(Plotly, ui) {
     width = now;
     frame = requestAnimationFrame(() => {
       frame = 0;
-      for (const div of Object.values(ui.panels)) if (div.data) Plotly.Plots.resize(div);
+      paint.resize();
     });
   });
   resized.observe(ui.grid);
@@ -197,16 +166,9 @@ function showEvidence(event, ui, paint) {
   if (where) where.scrollIntoView({ block: "center" });
 }
 
-async function render({ model, el }) {
+function render({ model, el }) {
   const ui = controls(el);
-  let Plotly;
-  try {
-    Plotly = await loadPlotly(model);
-  } catch (err) {
-    ui.status.textContent = String(err);
-    return;
-  }
-  const paint = painter(Plotly, ui, model);
+  const paint = painter(ui);
   const onDelta = () => {
     const delta = model.get("delta") || {};
     const state = timed("delta", delta.rev, () => vdCurrentPanels(model.get("snapshot"), delta));
@@ -226,7 +188,7 @@ async function render({ model, el }) {
   model.on("change:delta", onDelta);
   model.on("change:revision", onText);
   model.on("change:status", onText);
-  const resized = watchWidth(Plotly, ui);
+  const resized = watchWidth(ui, paint);
   onText();
   const delta = model.get("delta") || {};
   paint.update(vdCurrentPanels(model.get("snapshot"), delta), Object.keys(ui.panels), delta.rev);

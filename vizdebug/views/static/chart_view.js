@@ -1,0 +1,132 @@
+// vizdebug dashboard charts, part 3 of 3: a panel in the page, with what a user does to
+// it: hover for values, click a legend entry to hide or show its series, drag across a
+// line panel to zoom its steps (double-click: all steps). The zoom and the legend's
+// choices stay through the refreshes, as plotly's uirevision kept them.
+
+// What the pointer at (px, py) is on: {x, y, text, colour} or null.
+function vdHoverLine(f, px, py) {
+  let best = null;
+  for (const t of f.shown) {
+    if (t.type !== "scatter" || t.hoverinfo === "skip" || !t.x || !t.x.length) continue;
+    const sy = vdScaleOf(f, t), axis = t.yaxis || "y";
+    if (!sy) continue;
+    const i = vdNearest(t.x, f.xOf(px)), v = t.y[i];
+    if (v === null || !isFinite(v) || (f.log && axis === "y" && v <= 0)) continue;
+    const d = Math.hypot(f.sx(t.x[i]) - px, sy(v) - py);
+    if (d > 24 || (best && d >= best.d)) continue;
+    const value = vdFormat(v, axis === "y2" ? f.y2Format : "");
+    const text = t.text && t.text[i] ? vdPlain(t.text[i]) : `${vdPlain(t.name)} · ${vdPlain(
+      (t.hovertemplate || "").startsWith("step") ? "step" : "x")} ${t.x[i]}: ${value}`;
+    best = { d, x: f.sx(t.x[i]), y: sy(v), text, colour: t.line?.color || t.marker?.color };
+  }
+  return best;
+}
+
+function vdHoverCell(f, px, py) {
+  const row = Math.floor((py - f.top) / f.rowHeight);
+  const name = f.categories[row];
+  if (name === undefined) return null;
+  if (f.heat) {
+    const col = vdNearest(f.heat.x, f.xOf(px));
+    const cell = (t) => (t.z && t.z[row] ? t.z[row][col] : null) ?? null;
+    const zero = f.shown.some((t) => t.type === "heatmap" && t !== f.heat && cell(t) !== null);
+    const z = cell(f.heat);
+    const what = zero ? "gradient exactly 0" : z === null ? "not sampled"
+      : `log10 |g| ${z.toFixed(2)}`;
+    return { x: px, y: f.sy(row), text: `${vdPlain(name)} · step ${f.heat.x[col]}: ${what}` };
+  }
+  const slot = Math.floor((py - (f.sy(row) - f.rowHeight * 0.4)) / (f.rowHeight * 0.8 / f.bars.length));
+  const t = f.bars[Math.min(Math.max(slot, 0), f.bars.length - 1)];
+  if (!t) return null;
+  const v = t.x[row];
+  const why = t.customdata && t.customdata[row] ? ` (${vdPlain(t.customdata[row])})` : "";
+  return { x: px, y: f.sy(row), text: `${vdPlain(name)} · ${vdPlain(t.name)}: ${vdFormat(v, ".0%")}${why}` };
+}
+
+// A chart in `div`: draw(fig) as often as wanted.
+function vdChart(div) {
+  let fig = null, frame = null, drag = null, width = div.clientWidth || 600;
+  const state = { zoom: null, legend: new Map() };
+  div.innerHTML = `<div class="vd-chart" style="position:relative"></div>`;
+  const host = div.firstChild;
+  const tip = document.createElement("div");
+  tip.className = "vd-tip";
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;" +
+    `border:1px solid #bbb;border-radius:3px;padding:2px 6px;font:12px ${VD_FONT};` +
+    "white-space:nowrap;z-index:2";
+  const draw = () => {
+    if (!fig) return;
+    const out = vdPanelSvg(fig, width, state);
+    frame = out.frame;
+    host.innerHTML = out.svg;
+    host.appendChild(tip);
+    div.style.height = `${out.height}px`;
+    div.data = fig.data; // as on a plotly div: what is drawn, for tests and the console
+    div.layout = fig.layout;
+    div.dataset.yscale = frame.log ? "log" : "linear";
+    div.dataset.xrange = frame.x.map((v) => +v.toPrecision(6)).join(",");
+  };
+  const local = (event) => {
+    const box = host.getBoundingClientRect();
+    return [event.clientX - box.left, event.clientY - box.top];
+  };
+  const inside = ([px, py]) => frame && px >= frame.left && px <= frame.right &&
+    py >= frame.top && py <= frame.bottom;
+  const part = (name) => host.querySelector(name);
+  const hover = (at) => {
+    const hit = inside(at) && drag === null
+      ? (frame.categories ? vdHoverCell(frame, ...at) : vdHoverLine(frame, ...at)) : null;
+    const dot = part(".vd-hover-dot");
+    if (!hit) { tip.style.display = "none"; if (dot) dot.setAttribute("display", "none"); return; }
+    tip.textContent = hit.text;
+    tip.style.display = "block";
+    tip.style.left = `${Math.max(0, Math.min(hit.x + 12, width - tip.offsetWidth - 4))}px`;
+    tip.style.top = `${Math.max(0, hit.y - 30)}px`;
+    if (dot && hit.colour) {
+      ["cx", "cy", "fill", "display"].forEach((k, i) => dot.setAttribute(k, [hit.x, hit.y, hit.colour, ""][i]));
+    }
+  };
+  host.addEventListener("click", (event) => {
+    const item = event.target.closest(".vd-legend-item");
+    if (!item || !fig) return;
+    const trace = fig.data.find((t) => vdGroup(t) === item.dataset.group);
+    state.legend.set(item.dataset.group, !vdShown(trace, state.legend));
+    draw();
+  });
+  host.addEventListener("mousedown", (event) => {
+    const at = local(event);
+    if (inside(at) && !frame.categories) drag = at[0];
+  });
+  host.addEventListener("mousemove", (event) => {
+    const at = local(event), box = part(".vd-zoom-box");
+    if (drag !== null && box) {
+      const a = Math.max(frame.left, Math.min(drag, at[0]));
+      const b = Math.min(frame.right, Math.max(drag, at[0]));
+      box.setAttribute("x", a);
+      box.setAttribute("width", b - a);
+      box.setAttribute("display", "");
+    }
+    hover(at);
+  });
+  const endDrag = (event) => {
+    if (drag === null) return;
+    const from = drag, to = local(event)[0];
+    drag = null;
+    const box = part(".vd-zoom-box");
+    if (box) box.setAttribute("display", "none");
+    if (Math.abs(to - from) < 5 || !frame) return; // a click, not a drag: the SVG stays
+    const a = frame.xOf(Math.max(frame.left, Math.min(from, to)));
+    const b = frame.xOf(Math.min(frame.right, Math.max(from, to)));
+    if (b > a) state.zoom = [a, b];
+    draw();
+  };
+  host.addEventListener("mouseup", endDrag);
+  host.addEventListener("mouseleave", (event) => { tip.style.display = "none"; endDrag(event); });
+  host.addEventListener("dblclick", () => { state.zoom = null; draw(); });
+  return {
+    draw(next) { fig = next; draw(); },
+    resize(next) { if (next && next !== width) { width = next; draw(); } },
+    zoom(range) { state.zoom = range; draw(); },
+    purge() { host.innerHTML = ""; fig = null; },
+  };
+}
