@@ -213,7 +213,7 @@ function vdHeatImage(f, layers) {
     `style="image-rendering:pixelated"/>`;
 }
 
-function vdHeatmap(f, parts) {
+function vdHeatmap(f, parts, uid) {
   const traces = f.shown.filter((t) => t.type === "heatmap" && t.z);
   if (!traces.length) return;
   const main = traces[0];
@@ -232,8 +232,8 @@ function vdHeatmap(f, parts) {
   if (main.showscale === false) return;
   const x = f.right + 14, h = f.bottom - f.top;
   const stops = VD_VIRIDIS.map((c, i) => `<stop offset="${i / (VD_VIRIDIS.length - 1)}" stop-color="${c}"/>`);
-  parts.push(`<defs><linearGradient id="vd-viridis" x1="0" y1="1" x2="0" y2="0">${stops.join("")}` +
-    `</linearGradient></defs><rect x="${x}" y="${f.top}" width="10" height="${h}" fill="url(#vd-viridis)"/>`);
+  parts.push(`<defs><linearGradient id="vd-viridis-${uid}" x1="0" y1="1" x2="0" y2="0">${stops.join("")}` +
+    `</linearGradient></defs><rect x="${x}" y="${f.top}" width="10" height="${h}" fill="url(#vd-viridis-${uid})"/>`);
   for (const v of vdTicks(lo, hi, 5)) {
     parts.push(`<text x="${x + 14}" y="${Math.round(f.bottom - (v - lo) / (hi - lo) * h)}" ` +
       `dy="0.32em">${vdFormat(v)}</text>`);
@@ -319,10 +319,11 @@ function vdPanelSvg(fig, width, state) {
     `style="display:block;user-select:none">`,
   `<text x="4" y="18" font-size="13">${vdRich(layout.title?.text)}</text>`];
   if (!(layout.xaxis && layout.xaxis.visible === false)) vdAxes(layout, f, parts);
-  vdHeatmap(f, parts);
+  const uid = Math.random().toString(36).slice(2, 9); // ids unique among the page's charts
+  vdHeatmap(f, parts, uid);
   vdBars(f, parts);
   vdMarks(layout, f, parts);
-  const clip = `vd-clip-${Math.random().toString(36).slice(2, 9)}`;
+  const clip = `vd-clip-${uid}`;
   parts.push(`<clipPath id="${clip}"><rect x="${f.left}" y="${f.top - 6}" width="${f.right - f.left}" ` +
     `height="${f.bottom - f.top + 12}"/></clipPath><g clip-path="url(#${clip})">`);
   vdLines(f, parts);
