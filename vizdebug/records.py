@@ -187,7 +187,6 @@ class TrainingSource(Protocol):
     """
 
     title: str
-    uses_plotly: bool
     closed: bool
     failed: str | None
     state: str

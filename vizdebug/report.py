@@ -1,4 +1,4 @@
-"""``report``: one standalone HTML file that works offline (plotly.js embedded once)."""
+"""``report``: one standalone HTML file that works offline (no script from the network)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from .errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from .findings import Finding, Findings, findings_html
 from .progress import Progress
-from .views._base import CSS, plotly_js
+from .views._base import CSS
 
 
 def _parts(obj: Any) -> list[Any]:
@@ -21,11 +21,11 @@ def _parts(obj: Any) -> list[Any]:
     return [obj]
 
 
-def _section(part: Any) -> tuple[str, bool]:
-    """(HTML, needs plotly) for one part of the report."""
+def _section(part: Any) -> str:
+    """The HTML of one part of the report."""
     if isinstance(part, Findings) or (isinstance(part, list) and all(isinstance(f, Finding) for f in part)):
         title = html.escape(str(getattr(part, "title", "") or "Findings"))  # whose they are
-        return f"<section><h2>{title}</h2>{findings_html(part)}</section>", False
+        return f"<section><h2>{title}</h2>{findings_html(part)}</section>"
     to_html = getattr(part, "to_html", None)
     if to_html is None:
         raise VizdebugTypeError(
@@ -33,8 +33,7 @@ def _section(part: Any) -> tuple[str, bool]:
             "(show_batch, compare_distributions, ...), Findings, or a list of those"
         )
     title = html.escape(str(getattr(part, "title", "") or type(part).__name__))
-    return (f"<section><h2>{title}</h2>{to_html()}</section>",
-            bool(getattr(part, "uses_plotly", False)))
+    return f"<section><h2>{title}</h2>{to_html()}</section>"
 
 
 def report(session_or_run: Any, path: str | os.PathLike, *,
@@ -42,7 +41,7 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
     """Write one standalone HTML file with the views and findings of ``session_or_run``.
 
     ``session_or_run`` may be a Session, a Run, any view, Findings, or a list of those.
-    The file needs no network: plotly.js is embedded once when a part uses it. A report
+    The file needs no network: the charts' scripts are inline. A report
     that takes more than 2 s (a long stored run) shows its progress (``progress=False``
     turns that off); Ctrl-C stops it and leaves no file behind.
 
@@ -67,8 +66,7 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
             bar.stage = str(getattr(p, "title", "") or type(p).__name__)[:60]
             sections += [_section(p), *_embedding_sections(p)]
             bar.update()
-    body = "".join(s for s, _ in sections)
-    head_js = plotly_js(once=False) if any(p for _, p in sections) else ""
+    body = "".join(sections)
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -76,7 +74,7 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
         "body{max-width:1280px;margin:18px auto;padding:0 12px}"
         "section{margin:18px 0 28px 0;border-top:1px solid #ddd;padding-top:6px}"
         "h1{font-size:20px}h2{font-size:16px;color:#333}</style>"
-        f"{head_js}</head><body class='vd-view'><h1>{html.escape(title)}</h1>"
+        f"</head><body class='vd-view'><h1>{html.escape(title)}</h1>"
         f"<p class='vd-note'>written by vizdebug on {stamp}</p>{body}</body></html>"
     )
     _write_whole(path, page)
@@ -115,7 +113,7 @@ def _html_path(path: Any) -> Path:
 
 
 # -- tracked embeddings (a Session's or a Run's), as static pictures ---------------------------
-def _embedding_sections(part: Any) -> list[tuple[str, bool]]:
+def _embedding_sections(part: Any) -> list[str]:
     """One section per tracked layer of a Session or Run: the timeline view's static
     picture (PCA layouts: the last frame, the separability curve, the findings)."""
     layers = getattr(part, "embedding_layers", None)
@@ -124,8 +122,8 @@ def _embedding_sections(part: Any) -> list[tuple[str, bool]]:
     try:
         names = layers()
     except VizdebugError as exc:  # a damaged run file
-        return [(f"<section><h2>Tracked embeddings</h2><p class='vd-note'>not shown: "
-                 f"{html.escape(str(exc))}</p></section>", False)]
+        return [f"<section><h2>Tracked embeddings</h2><p class='vd-note'>not shown: "
+                f"{html.escape(str(exc))}</p></section>"]
     out = []
     for layer in names:
         try:
@@ -134,6 +132,5 @@ def _embedding_sections(part: Any) -> list[tuple[str, bool]]:
             body = view.to_html()
         except VizdebugError as exc:
             body = f"<p class='vd-note'>not shown: {html.escape(str(exc))}</p>"
-        out.append((f"<section><h2>Tracked embeddings: {html.escape(layer)}</h2>{body}</section>",
-                    False))
+        out.append(f"<section><h2>Tracked embeddings: {html.escape(layer)}</h2>{body}</section>")
     return out

@@ -74,7 +74,6 @@ class Session(Viewable, EmbeddingTracking):
     """
 
     title = "vizdebug training session"
-    uses_plotly = True
 
     def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
                  loader: Any = None, store: Any = None, system_interval: float = 1.0,

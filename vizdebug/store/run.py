@@ -94,8 +94,6 @@ class Run(Viewable, StoredEmbeddings):
     >>> run.findings()                          # doctest: +SKIP
     """
 
-    uses_plotly = True
-
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""What every view shares: the mime bundle, static HTML pages and plotly.js once per page."""
+"""What every view shares: the mime bundle, the static twin, standalone HTML pages."""
 
 from __future__ import annotations
 
@@ -22,44 +22,14 @@ CSS = """
 .vd-view .vd-empty{color:#666;font-style:italic;padding:12px;border:1px dashed #ccc;border-radius:4px}
 """
 
-_plotly_sent = False
 TWIN_INTERVAL = 10.0  # seconds between updates of a running view's static twin, at least
 
 
-def plotly_js(once: bool = True) -> str:
-    """A ``<script>`` with plotly.js inline, so static output works offline.
-
-    With ``once=True`` only the first call in this process returns the bundle (a notebook
-    page needs one copy); later calls return a tiny loader that waits for ``window.Plotly``.
-    """
-    global _plotly_sent
-    if once and _plotly_sent:
-        return ""
-    from plotly.offline import get_plotlyjs
-
-    _plotly_sent = _plotly_sent or once
-    return f'<script type="text/javascript">{get_plotlyjs()}</script>'
-
-
-def plotly_div(fig: Any, div_id: str) -> str:
-    """A plotly figure as a div drawn by a script that waits for plotly.js to be present."""
-    import plotly.io as pio
-
-    spec = pio.to_json(fig, validate=False)
-    return (
-        f'<div id="{div_id}" class="vd-plot"></div>'
-        f"<script>(function(){{var s={spec};function draw(){{if(window.Plotly){{"
-        f"Plotly.newPlot('{div_id}',s.data,s.layout,{{responsive:true,displaylogo:false}});}}"
-        f"else{{setTimeout(draw,50);}}}}draw();}})();</script>"
-    )
-
-
-def standalone_page(title: str, body: str, *, with_plotly: bool = False) -> str:
+def standalone_page(title: str, body: str) -> str:
     """A whole HTML document that works offline."""
-    head = plotly_js(once=False) if with_plotly else ""
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{CSS}</style>{head}</head>"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
         f"<body class='vd-view' style='max-width:1200px;margin:16px auto'>{body}</body></html>"
     )
 
@@ -91,14 +61,13 @@ class View:
 
     Subclasses implement ``_static_html()`` (a self-contained fragment) and, when they
     have one, ``_build_widget()``. The static twin shown beside the widget is
-    ``_twin_html()`` (by default the same fragment; lighter where the full one needs
-    plotly.js). It is a display with an id: :meth:`update_twin` redraws it with the
+    ``_twin_html()`` (by default the same fragment; lighter where the full one runs
+    scripts: a picture, for pages that run none). It is a display with an id: :meth:`update_twin` redraws it with the
     view's latest state (at the end of the driving cell, at close, and at most every
     ``TWIN_INTERVAL`` seconds while it runs), so an executed notebook shows how it ended.
     """
 
     title = "vizdebug view"
-    uses_plotly = False
     _widget: Any = None
     _twin: Any = None  # the display handle of the static twin
     _fallback_id = ""
@@ -114,14 +83,14 @@ class View:
         return None
 
     def to_html(self) -> str:
-        """A static HTML fragment (styles included; plotly.js not included)."""
+        """A static HTML fragment (styles and scripts included)."""
         return f'<div class="vd-view"><style>{CSS}</style>{self._static_html()}</div>'
 
     def save(self, path: str | Path) -> Path:
         """Write a standalone HTML page that works offline; returns the path."""
         path = Path(path)
         path.write_text(
-            standalone_page(self.title, self._static_html(), with_plotly=self.uses_plotly),
+            standalone_page(self.title, self._static_html()),
             encoding="utf-8",
         )
         return path
@@ -135,7 +104,7 @@ class View:
 
     def _static_bundle(self, fallback_id: str | None = None,
                        fragment: str | None = None) -> dict[str, Any]:
-        """The twin's mime bundle: light HTML, never plotly.js."""
+        """The twin's mime bundle: light HTML, no script needed."""
         fragment = self._twin_html() if fragment is None else fragment
         static = f'<div class="vd-view"><style>{CSS}</style>{fragment}</div>'
         if fallback_id:

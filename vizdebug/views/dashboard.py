@@ -13,6 +13,7 @@ in another thread."""
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 import weakref
@@ -25,15 +26,29 @@ import numpy as np
 from ..analysis.training import diagnose
 from ..findings import Findings, findings_html
 from ..records import TrainingRecords, TrainingSource
-from ._base import TWIN_INTERVAL, View, live_esm, plotly_div
+from ._base import TWIN_INTERVAL, View, live_esm
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._figure_svg import figure_svg
 
 _STATIC = Path(__file__).with_name("static")
 _HALF = ("grads", "health", "timing", "system")  # two to a row
+_ROWS = (("curves",), ("grads", "health"), ("timing", "system"))
 MIN_INTERVAL = 0.3
 BUDGET = 0.02
+
+
+@cache
+def _charts_js() -> str:
+    # the charts as a classic script, for a static page (its functions become globals)
+    return "\n".join((_STATIC / name).read_text(encoding="utf-8")
+                     for name in ("chart_core.js", "chart_panel.js", "chart_view.js"))
+
+
+def script_json(value: Any) -> str:
+    """JSON safe inside an HTML ``<script>``: no ``</script>``, ``<!--`` or ``&`` escape."""
+    return (json.dumps(value, allow_nan=False).replace("<", "\\u003c")
+            .replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
 @cache
@@ -106,7 +121,6 @@ class Dashboard(View):
     """
 
     title = "vizdebug training dashboard"
-    uses_plotly = True
 
     def __init__(self, source: TrainingSource, *, live: bool = True,
                  min_interval: float = MIN_INTERVAL, budget: float = BUDGET,
@@ -146,11 +160,20 @@ class Dashboard(View):
         return self._findings
 
     def _static_html(self) -> str:
+        """The page version (reports, ``save``): the same SVG charts as the live widget,
+        drawn by an inline script from the panels (hover, legend, zoom work offline)."""
         panels, found, status = self._content(flush=not self.source.closed)
         div_id = f"vd-dash-{id(self):x}-{self.refreshes}"
-        plots = "".join(plotly_div(panels[name], f"{div_id}-{name}") for name in PANELS)
+        rows = "".join(
+            '<div style="display:grid;gap:8px;grid-template-columns:'
+            f'{"minmax(0,1.35fr) minmax(0,1fr)" if len(row) > 1 else "minmax(0,1fr)"}">'
+            + "".join(f'<div id="{div_id}-{name}" style="min-width:0"></div>' for name in row)
+            + "</div>" for row in _ROWS)
+        spec = script_json({name: panels[name] for name in PANELS})
         return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
-                f'<p class="vd-note">{html.escape(status)}</p>{found}{plots}</div>')
+                f'<p class="vd-note">{html.escape(status)}</p>{found}{rows}'
+                f"<script>{_charts_js()}\n(function(){{var p={spec};"
+                f"vdDrawStatic('{div_id}',p);}})();</script></div>")
 
     def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
         """The static twin: the same content as a light SVG picture (no plotly.js)."""

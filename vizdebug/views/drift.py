@@ -76,7 +76,6 @@ class DriftView(View):
     """
 
     title = "vizdebug: drift"
-    uses_plotly = False
 
     def __init__(self, result: DriftResult) -> None:
         self.result = result

@@ -79,7 +79,7 @@ function vdAxes(layout, f, parts) {
   parts.push(`<text x="${(f.left + f.right) / 2}" y="${f.bottom + 33}" text-anchor="middle">` +
     `${vdAxisTitle(layout, "xaxis")}</text>`);
   if (f.categories) {
-    const room = Math.max(4, Math.floor((f.left - 10) / 6));
+    const room = Math.max(4, Math.floor((f.left - 8) / 5.6)); // ~5.6 px a 10 px character
     f.categories.forEach((name, i) => {
       let text = vdPlain(name);
       if (text.length > room) text = `\u2026${text.slice(text.length - room + 1)}`;

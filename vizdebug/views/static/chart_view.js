@@ -130,3 +130,23 @@ function vdChart(div) {
     purge() { host.innerHTML = ""; fig = null; },
   };
 }
+
+// A saved page (a report, Dashboard.save): each panel into the div `${id}-${name}`, redrawn
+// when the window's width changes.
+function vdDrawStatic(id, panels) {
+  const charts = Object.entries(panels).map(([name, panel]) => {
+    const div = document.getElementById(`${id}-${name}`);
+    if (!div) return null;
+    const chart = vdChart(div);
+    chart.draw(panel);
+    return [div, chart];
+  }).filter(Boolean);
+  let frame = 0;
+  window.addEventListener("resize", () => {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      charts.forEach(([div, chart]) => chart.resize(div.clientWidth));
+    });
+  });
+}
