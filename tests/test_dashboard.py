@@ -323,3 +323,23 @@ def test_legibility_zero_gradients_saturation_and_the_static_picture():
     twin = twin_figure(panels["curves"])
     low, high = panels["curves"]["layout"]["yaxis"]["range"]
     assert high < 3 and max(v for v in twin["data"][0]["y"] if v is not None) == high
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_an_early_spike_drags_no_tail_through_the_smoothed_curve():
+    """Smoothing runs on values held within the robust range, in the kernel (the static
+    twin) and in the browser (the slider) alike: the smoothed loss right after a spike of
+    5,000 is near the loss, not a tail from the top of the scale."""
+    y = np.r_[5000.0, np.linspace(2, 1, 199)]
+    rec = TrainingRecords(scalars={"loss": (np.arange(200), y)})
+    panels = _live(dashboard_panels(rec, np.empty((0, 4))))
+    full = dashboard_panels(rec, np.empty((0, 4)))["curves"]
+    low, high = full["layout"]["yaxis"]["range"]
+    smooth = full["data"][1]
+    assert smooth["meta"] == {"smooth": True} and max(smooth["y"][3:]) <= high
+    script = STATE_JS.read_text() + f"""
+    const view = vdCurvesView({json.dumps(panels["curves"])}, 0.6, false);
+    console.log(JSON.stringify(view.data[1].y));"""
+    run = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60,
+                         check=True)
+    assert json.loads(run.stdout) == pytest.approx(smooth["y"])

@@ -127,7 +127,8 @@ def robust_range(y: np.ndarray) -> tuple[float, float] | None:
 
 
 def _line_traces(name: str, x: np.ndarray, y: np.ndarray, colour: str,
-                 smoothing: float) -> list[dict[str, Any]]:
+                 smoothing: float, bounds: tuple[float, float] | None
+                 ) -> list[dict[str, Any]]:
     is_eval = name.startswith(EVAL_PREFIXES)
     axis = "y2" if is_ratio(name) else "y"
     line = {"color": colour, "width": 2 if is_eval else 1, "dash": "dot" if is_eval else "solid"}
@@ -140,7 +141,10 @@ def _line_traces(name: str, x: np.ndarray, y: np.ndarray, colour: str,
         raw.update(visible="legendonly", opacity=1.0)
     if is_eval or is_lr_name(name):
         return [raw]
-    smooth = dict(raw, y=clean(ema_smooth(y, smoothing)), opacity=1.0, showlegend=False,
+    # smoothed within the robust range: a spike off the scale (marked by a triangle) would
+    # otherwise drag a long decaying tail through the part of the curve that is in view
+    inside = y if bounds is None or axis != "y" else np.clip(y, *bounds)
+    smooth = dict(raw, y=clean(ema_smooth(inside, smoothing)), opacity=1.0, showlegend=False,
                   mode="lines", meta={"smooth": True}, line=dict(line, width=2),
                   hoverinfo="skip")
     smooth.pop("hovertemplate")
@@ -188,12 +192,13 @@ def curve_traces(rec: TrainingRecords, smoothing: float = 0.6
         colour = colours.setdefault(base_name(name), PALETTE[len(colours) % len(PALETTE)])
         steps, values = rec.scalars[name]
         x, y = stable_downsample(steps, np.asarray(values, dtype=float))
-        lines += _line_traces(name, x, y, colour, smoothing)
         series.append((name, x, y, colour))
-        bad = nonfinite_trace(name, x, y)
-        marks += [bad] if bad else []
     main = [y for name, _, y, _ in series if not (is_ratio(name) or is_lr_name(name))]
     bounds = robust_range(np.concatenate(main)) if main else None
+    for name, x, y, colour in series:
+        lines += _line_traces(name, x, y, colour, smoothing, bounds)
+        bad = nonfinite_trace(name, x, y)
+        marks += [bad] if bad else []
     for name, x, y, colour in series:
         if bounds and not (is_ratio(name) or is_lr_name(name)):
             out = outlier_trace(name, x, y, "y", bounds, colour)

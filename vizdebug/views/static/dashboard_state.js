@@ -54,12 +54,18 @@ function vdEma(values, weight) {
 }
 
 // The curves panel as drawn: smoothing and the log scale applied (a log axis drops the
-// robust range, which was cut for a linear one).
+// robust range, which was cut for a linear one). On the main axis the smoothing runs on
+// values held within that range, as the kernel's does (_dashboard_curves._line_traces): a
+// spike off the scale would drag a long tail through the curve in view.
 function vdCurvesView(panel, smoothing, logScale) {
+  const range = (panel.layout.yaxis || {}).range;
   const data = panel.data.map((trace, i) => {
     if (!(trace.meta && trace.meta.smooth)) return trace;
-    const raw = panel.data[i - 1];
-    return Object.assign({}, trace, { y: vdEma(raw.y, smoothing), visible: smoothing > 0 });
+    let y = panel.data[i - 1].y;
+    if (range && (trace.yaxis || "y") === "y") {
+      y = y.map((v) => (v === null || !isFinite(v) ? v : Math.min(Math.max(v, range[0]), range[1])));
+    }
+    return Object.assign({}, trace, { y: vdEma(y, smoothing), visible: smoothing > 0 });
   });
   const layout = Object.assign({}, panel.layout);
   const yaxis = Object.assign({}, layout.yaxis, { type: logScale ? "log" : "linear" });
