@@ -261,7 +261,7 @@ def test_stored_frames_round_trip_and_a_damaged_frame_is_refused(tmp_path):
     assert run.embedding_probe().labels.tolist() == _data(100, seed=5)[1].tolist()
     from vizdebug.report import _embedding_sections
 
-    page = "".join(part for part, _ in _embedding_sections(run))  # what vd.report adds
+    page = "".join(_embedding_sections(run))  # what vd.report adds
     assert page.count("Tracked embeddings: ") == 2 and page.count("<img") >= 2
     assert run.embeddings(method="pca").steps == [f.step for f in live]  # the timeline view
     conn = sqlite3.connect(path)

@@ -270,7 +270,7 @@ function vdLegendRows(fig, legend, room) {
   let used = 0;
   for (const [group, t] of seen) {
     const text = vdPlain(t.name);
-    const item = { group, text: text.length > 40 ? `${text.slice(0, 39)}\u2026` : text,
+    const item = { group, full: text, text: text.length > 40 ? `${text.slice(0, 39)}\u2026` : text,
       colour: vdColour(t.line?.color || t.marker?.color, "#444"), bar: t.type === "bar",
       dash: t.line?.dash === "dot", on: vdShown(t, legend) };
     item.w = 30 + 6.6 * item.text.length;
@@ -292,7 +292,8 @@ function vdLegendSvg(rows, x, y, alignRight) {
         : `<line x1="${at + 2}" x2="${at + 22}" y1="${base - 1}" y2="${base - 1}" stroke="${item.colour}" ` +
           `stroke-width="2"${item.dash ? ' stroke-dasharray="3,3"' : ""}/>`;
       parts.push(`<g class="vd-legend-item" data-group="${vdEsc(item.group)}" style="cursor:pointer" ` +
-        `opacity="${item.on ? 1 : 0.4}"><rect x="${at}" y="${base - 9}" width="${item.w - 4}" ` +
+        `opacity="${item.on ? 1 : 0.4}"><title>${vdEsc(item.full)}</title>` +
+        `<rect x="${at}" y="${base - 9}" width="${item.w - 4}" ` +
         `height="16" fill="transparent"/>${key}<text class="vd-legend-text" x="${at + 26}" ` +
         `y="${base + 3}">${vdEsc(item.text)}</text></g>`);
       at += item.w;
