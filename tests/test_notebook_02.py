@@ -119,32 +119,23 @@ def test_the_offline_html_shows_the_final_dashboards(executed, tmp_path):
     """`jupyter nbconvert --to html` of the executed notebook, opened in Chromium with
     the network blocked: the final curves, the gradient panel, the four findings."""
     from nbconvert import HTMLExporter
-    from playwright.sync_api import sync_playwright
 
-    from .browser.lab import CHROMIUM, CHROMIUM_FLAGS
+    from .browser.lab import offline_page
 
     page_html, _ = HTMLExporter().from_notebook_node(executed)
     path = tmp_path / "02.html"
     path.write_text(page_html, encoding="utf-8")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            context = browser.new_context(offline=True, viewport={"width": 1300, "height": 1000})
-            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
-                          else r.abort())
-            page = context.new_page()
-            page.goto(path.as_uri())
-            dashes = page.locator(".vd-dashboard-static")
-            assert dashes.count() == 2 and dashes.nth(0).is_visible() and dashes.nth(1).is_visible()
-            good, bad = dashes.nth(0), dashes.nth(1)
-            # the curves panel (the first picture): the clean run's loss and its smoothed
-            # line at least, the buggy run's loss up to where it went NaN
-            for dash, lines in ((good, 2), (bad, 1)):
-                assert "closed" in dash.locator(".vd-twin-status").inner_text()
-                curves = dash.locator("svg.vd-figure-svg").first
-                assert curves.locator("polyline").count() >= lines
-            assert good.locator("svg.vd-figure-svg rect[fill^='#']").count() > 100  # heatmap
-            assert bad.locator(".vd-finding.vd-error").count() == 4
-            assert "No findings" not in bad.inner_text()
-        finally:
-            browser.close()
+    with offline_page(1300, 1000) as page:
+        page.goto(path.as_uri())
+        dashes = page.locator(".vd-dashboard-static")
+        assert dashes.count() == 2 and dashes.nth(0).is_visible() and dashes.nth(1).is_visible()
+        good, bad = dashes.nth(0), dashes.nth(1)
+        # the curves panel (the first picture): the clean run's loss and its smoothed
+        # line at least, the buggy run's loss up to where it went NaN
+        for dash, lines in ((good, 2), (bad, 1)):
+            assert "closed" in dash.locator(".vd-twin-status").inner_text()
+            curves = dash.locator("svg.vd-figure-svg").first
+            assert curves.locator("polyline").count() >= lines
+        assert good.locator("svg.vd-figure-svg rect[fill^='#']").count() > 100  # heatmap
+        assert bad.locator(".vd-finding.vd-error").count() == 4
+        assert "No findings" not in bad.inner_text()

@@ -13,6 +13,7 @@ and the server also gets a shutdown-on-idle timer in case the test process dies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -65,6 +66,23 @@ POINTS_JS = """() => {
   const t = gd.data.find(d => d.name === 'loss');
   return t ? t.x.length : 0;
 }"""
+
+
+@contextlib.contextmanager
+def offline_page(width: int = 1200, height: int = 1000):
+    """A Chromium page that can open local files and nothing else (a page read offline)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            context = browser.new_context(offline=True,
+                                          viewport={"width": width, "height": height})
+            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                          else r.abort())
+            yield context.new_page()
+        finally:
+            browser.close()
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ import torch
 
 import vizdebug as vd
 
-from .lab import CHROMIUM, CHROMIUM_FLAGS
+from .lab import offline_page
 
 pytestmark = [pytest.mark.browser]
 
@@ -16,8 +16,6 @@ EVIL = "</script><img src=x onerror=alert(1)>_loss"
 
 
 def test_a_report_draws_its_dashboard_offline(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     session = vd.watch(model, every=2)
@@ -31,27 +29,19 @@ def test_a_report_draws_its_dashboard_offline(tmp_path):
     session.close()
     path = vd.report(session, tmp_path / "report.html")
     assert path.stat().st_size < 300_000
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            context = browser.new_context(offline=True, viewport={"width": 1200, "height": 1000})
-            context.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
-                          else r.abort())
-            page = context.new_page()
-            errors, dialogs = [], []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(path.as_uri())
-            assert page.locator(".vd-dashboard .vd-chart-svg").count() == 5
-            legend = page.evaluate(  # the full names (a long one is cut in the key)
-                "() => [...document.querySelectorAll('.vd-legend-item title')].map((e) => e.textContent)")
-            assert EVIL in legend, legend
-            assert page.locator('img[src="x"]').count() == 0
-            heat = page.locator(".vd-plot-area").nth(1).bounding_box()  # the gradient panel
-            page.mouse.move(heat["x"] + heat["width"] / 2, heat["y"] + 4)
-            tip = page.locator(".vd-tip:visible")
-            tip.wait_for(timeout=5_000)
-            assert "0.weight" in tip.inner_text()
-            assert errors == [] and dialogs == []
-        finally:
-            browser.close()
+    with offline_page() as page:
+        errors, dialogs = [], []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        assert page.locator(".vd-dashboard .vd-chart-svg").count() == 5
+        legend = page.evaluate(  # the full names (a long one is cut in the key)
+            "() => [...document.querySelectorAll('.vd-legend-item title')].map((e) => e.textContent)")
+        assert EVIL in legend, legend
+        assert page.locator('img[src="x"]').count() == 0
+        heat = page.locator(".vd-plot-area").nth(1).bounding_box()  # the gradient panel
+        page.mouse.move(heat["x"] + heat["width"] / 2, heat["y"] + 4)
+        tip = page.locator(".vd-tip:visible")
+        tip.wait_for(timeout=5_000)
+        assert "0.weight" in tip.inner_text()
+        assert errors == [] and dialogs == []
