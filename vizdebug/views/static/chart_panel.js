@@ -318,6 +318,8 @@ function vdPanelSvg(fig, width, state) {
   const parts = [`<svg class="vd-chart-svg" xmlns="http://www.w3.org/2000/svg" width="${width}" ` +
     `height="${height}" font-family="${VD_FONT}" font-size="11" fill="#444" ` +
     `style="display:block;user-select:none">`,
+  // a white sheet, as plotly's paper: dark text must stay legible on a dark theme
+  `<rect width="${width}" height="${height}" fill="#fff"/>`,
   `<text x="4" y="18" font-size="13">${vdRich(layout.title?.text)}</text>`];
   if (!(layout.xaxis && layout.xaxis.visible === false)) vdAxes(layout, f, parts);
   const uid = Math.random().toString(36).slice(2, 9); // ids unique among the page's charts
