@@ -134,7 +134,7 @@ function vdMarks(layout, f, parts) {
           (f.bottom - f.top) + 16 * i}" text-anchor="middle" font-size="12" fill="${fill}">` +
           `${vdEsc(vdPlain(line))}</text>`);
       });
-    } else if (a.xref === "x" && inX(a.x)) {
+    } else if (a.xref === "x" && inX(a.x) && f.sx(a.x) < f.right - 30) { // room for its text
       parts.push(`<text x="${Math.round(f.sx(a.x)) + 2}" y="${f.bottom - 3}" font-size="9" ` +
         `fill="${fill}">${vdEsc(vdPlain(a.text))}</text>`);
     }
@@ -259,6 +259,18 @@ function vdBars(f, parts) {
   });
 }
 
+// Pixels `text` takes at 11 px in the charts' font: measured where there is a canvas,
+// else ~6.6 px a character.
+let vdMeasure = null;
+function vdTextWidth(text) {
+  if (vdMeasure === null) {
+    const canvas = typeof document === "undefined" ? null : document.createElement("canvas");
+    vdMeasure = (canvas && canvas.getContext("2d")) || false;
+    if (vdMeasure) vdMeasure.font = `11px ${VD_FONT}`;
+  }
+  return vdMeasure ? Math.ceil(vdMeasure.measureText(text).width) : 6.6 * text.length;
+}
+
 // The legend: one entry per legend group, in rows of at most `room` pixels.
 function vdLegendRows(fig, legend, room) {
   const seen = new Map();
@@ -273,7 +285,7 @@ function vdLegendRows(fig, legend, room) {
     const item = { group, full: text, text: text.length > 40 ? `${text.slice(0, 39)}\u2026` : text,
       colour: vdColour(t.line?.color || t.marker?.color, "#444"), bar: t.type === "bar",
       dash: t.line?.dash === "dot", on: vdShown(t, legend) };
-    item.w = 30 + 6.6 * item.text.length;
+    item.w = 30 + vdTextWidth(item.text);
     if (used + item.w > room && rows[rows.length - 1].length) { rows.push([]); used = 0; }
     rows[rows.length - 1].push(item);
     used += item.w;
