@@ -68,7 +68,7 @@ def activation_stats(x: torch.Tensor, cls: str, path: str = "numpy") -> np.ndarr
     """One output through a collector fast path: ``numpy`` (CPU float) or ``torch`` (the
     device path, run on the CPU)."""
     axis = output_key(x, cls)[3]
-    sample = sample_outputs([x], axis) if path == "numpy" else _sample_torch([x], axis)
+    sample = sample_outputs([x], axis) if path == "numpy" else _sample_torch([x], axis)[0]
     return group_rows([sample], [cls])[0]
 
 
@@ -108,7 +108,7 @@ def test_unit_maxima_match_a_direct_reduction():
         for cls in ("Conv2d", "Linear"):
             dim = 2 if x.dim() == 3 and cls == "Linear" else 1
             direct = x.abs().amax(dim=[d for d in range(x.dim()) if d != dim])
-            for got in (sample_outputs([x], dim).unit_max[0], _sample_torch([x], dim).unit_max[0]):
+            for got in (sample_outputs([x], dim).unit_max[0], _sample_torch([x], dim)[0].unit_max[0]):
                 got = torch.as_tensor(got)
                 assert torch.equal(got, direct) or (
                     torch.equal(got[1:], direct[1:]) and got[0].isnan() and direct[0].isnan())
@@ -118,7 +118,7 @@ def test_unit_maxima_match_a_direct_reduction():
     x = -torch.rand(6, 3, 2, 2) - 1  # all negative: |min| is the answer
     x[2, 1, 0, 1] = -float("inf")
     x[:, 2] = -0.0
-    for got in (sample_outputs([x], 1).unit_max[0], _sample_torch([x], 1).unit_max[0]):
+    for got in (sample_outputs([x], 1).unit_max[0], _sample_torch([x], 1)[0].unit_max[0]):
         got = torch.as_tensor(got)
         assert torch.equal(got, x.abs().amax(dim=(0, 2, 3))) and not got.signbit().any()
     assert activation_stats(torch.tensor([-3.0, 2.0]), "Linear")[

@@ -47,7 +47,7 @@ def outputs() -> list[tuple[torch.Tensor, str]]:
 def sample(tensors: list[torch.Tensor], cls: str, path: str) -> stats.GroupSample:
     axis = output_key(tensors[0], cls)[3]
     if path == "torch":  # the device path, run on the CPU
-        return stats._sample_torch([t.detach() for t in tensors], axis)
+        return stats._sample_torch([t.detach() for t in tensors], axis)[0]
     return sample_outputs(tensors, axis)
 
 
@@ -346,3 +346,114 @@ def test_a_group_reduced_in_cache_sized_chunks_matches_the_reference():
         np.testing.assert_allclose(got, direct_row(x, "Linear"), rtol=1e-5, atol=1e-6,
                                    equal_nan=True)
 
+
+
+class ReluCases(nn.Module):
+    """ReLUs of a kept output (after a Linear, a LayerNorm, a Conv2d, a Conv1d: the last
+    with another unit axis than its input), of an input changed in place before and after
+    the ReLU read it, of an input no hook kept, in place, and with a user hook."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.conv1 = nn.Conv2d(1, 4, 3, padding=1), nn.Conv1d(4, 4, 3, padding=1)
+        self.lin = nn.Linear(4 * 36, 16)
+        self.norms = nn.ModuleList(nn.LayerNorm(16) for _ in range(3))
+        self.mid = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))
+        self.relus = nn.ModuleList(nn.ReLU() for _ in range(10))
+        self.inplace, self.hooked = nn.ReLU(inplace=True), nn.ReLU()
+        self.hooked.register_forward_hook(lambda m, i, o: o - 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        r = self.relus
+        c = r[0](self.conv(x))
+        seq = r[1](self.conv1(c.flatten(2)))  # (8, 4, 36): units along 1, ReLU's along 2
+        h = r[2](self.lin(seq.flatten(1)))
+        h = r[3](self.norms[0](self.mid[0](h)))
+        changed_before = self.mid[1](h)
+        changed_before.mul_(2.0)  # changed before the ReLU read it
+        h = r[4](changed_before)
+        changed_after = self.mid[2](h)
+        h = r[5](changed_after)
+        changed_after.add_(1.0)  # changed after the ReLU read it
+        h = r[6](self.mid[3](h) * 2.0)  # its input was not kept
+        h = self.inplace(self.mid[4](h))
+        h = self.hooked(self.norms[1](h))
+        return r[7](self.norms[2](self.mid[5](h)))
+
+
+def _relu_case_rows(derive: bool, monkeypatch) -> tuple[np.ndarray, int]:
+    from vizdebug.collect import outputs as outputs_module
+
+    derived = [0]
+    real = outputs_module.sample_with_relus
+
+    def spy(*args):
+        derived[0] += args[2]
+        return real(*args)
+
+    monkeypatch.setattr(outputs_module, "sample_with_relus", spy)
+    monkeypatch.setattr(outputs_module, "_global_forward_hooks", lambda: not derive)
+    torch.manual_seed(0)
+    model = ReluCases()
+    session = vd.watch(model, every=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(3)
+    for step in range(5):
+        opt.zero_grad()
+        x = torch.randn(8, 1, 6, 6, generator=gen)
+        x[0, 0, 0, 0] = float("nan") if step == 3 else x[0, 0, 0, 0]  # NaN through ReLUs
+        model(x).pow(2).mean().backward()
+        for p in model.parameters():
+            p.grad = torch.nan_to_num(p.grad)
+        opt.step()
+    rec = session.records()
+    session.close()
+    return rec.activations, derived[0]
+
+
+def test_a_relu_of_a_kept_output_takes_its_sample_from_it_with_the_same_rows(monkeypatch):
+    """The derived ReLU samples give exactly the rows the ReLUs' own reductions give; only
+    the ReLUs of an unchanged kept output are derived (first pass: in their hooks)."""
+    plain, none = _relu_case_rows(False, monkeypatch)
+    fast, derived = _relu_case_rows(True, monkeypatch)
+    assert none == 0
+    # relus 0-3 and 7, on each step after the first (4: its input changed before the ReLU
+    # read it, 5: after; 6: its input was not kept; the in-place and the hooked ones)
+    assert derived == 5 * 4
+    np.testing.assert_array_equal(fast, plain)
+
+
+def test_derived_relu_rows_match_the_reference(monkeypatch):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.LayerNorm(32), nn.ReLU(), nn.Linear(32, 32),
+                          nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+    seen: list = []
+    for idx, module in enumerate(model):
+        module.register_forward_hook(lambda m, i, o, idx=idx: seen.append((idx, o.detach())))
+    session = vd.watch(model, every=1)
+    for _ in range(4):
+        seen.clear()
+        model(torch.randn(16, 4))
+    rec = session.records()
+    session.close()
+    for idx, out in seen:
+        np.testing.assert_allclose(rec.activations[3, idx, :len(ACTIVATION_STATS)],
+                                   direct_row(out, type(model[idx]).__name__), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_relu_samples_derived_from_their_inputs_give_the_relus_own_rows():
+    """On every path (numpy alone, stacked in chunks, torch: half, channels last, not
+    contiguous, integers), with NaN, -inf and -0.0 in the inputs."""
+    from vizdebug.collect.outputs import _derivable
+
+    for x, cls in outputs():
+        if not _derivable(x):
+            continue
+        axis, relu_axis = output_key(x, cls)[3], output_key(x, "ReLU")[3]
+        for group, relus in (([x], 1), ([x, x * 2, x], 2)):
+            own = sample_outputs([t.relu() for t in group[:relus]], relu_axis)
+            _, derived = stats.sample_with_relus(group, axis, relus, relu_axis)
+            classes = ["ReLU"] * relus
+            np.testing.assert_array_equal(group_rows([derived], classes),
+                                          group_rows([own], classes))

@@ -84,7 +84,7 @@ class ModelHooks:
         self._leaves = [weakref.ref(m) for _, m in named]
         self._containers = [(n, weakref.ref(m)) for n, m in model.named_modules()
                             if id(m) not in leaf_ids]
-        self.outputs = OutputCollector(self.module_classes)
+        self.outputs = OutputCollector(self.module_classes, [m for _, m in named])
         self.gradients = GradientCollector([p for _, p in params])
         self.pending = PendingSteps(self.module_paths, self.module_classes, len(params),
                                     policy, capacity)
@@ -314,7 +314,7 @@ class ModelHooks:
                 if self.sampling and not self._eval and not skip:
                     tensor = first_tensor(output)
                     if tensor is not None:
-                        keep(idx, tensor)  # reduced when the forward pass ends
+                        keep(idx, tensor, module, inputs)  # reduced when forward ends
             except WatchAnomaly:
                 raise
             except Exception as exc:

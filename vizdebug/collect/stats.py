@@ -77,12 +77,47 @@ def sample_outputs(outputs: list[torch.Tensor], axis: int | None) -> GroupSample
     >>> group_rows([s], ["ReLU", "ReLU"])[:, 3].tolist()  # dead
     [1.0, 0.0]
     """
+    return _sample(outputs, axis, None)[0]
+
+
+def sample_with_relus(outputs: list[torch.Tensor], axis: int, relus: int,
+                      relu_axis: int) -> tuple[GroupSample, GroupSample]:
+    """:func:`sample_outputs`, and the sample of ``relu(x)`` for each of the first
+    ``relus`` outputs (units along ``relu_axis``), taken from the outputs' own reductions: the
+    outputs of ``nn.ReLU`` modules whose input is one of these outputs, unchanged. The
+    subsample of ``relu(x)`` is ``relu`` of ``x``'s, and as relu is monotone, the per-unit
+    max of ``|relu(x)|`` over the batch is ``relu`` of ``x``'s max (NaN included): the
+    same values the ReLU outputs' own reductions give, without a pass over them.
+
+    >>> import torch
+    >>> x = torch.randn(8, 3)
+    >>> _, relu = sample_with_relus([x], 1, 1, 1)
+    >>> bool((group_rows([relu], ["ReLU"]) == group_rows([sample_outputs([x.relu()], 1)],
+    ...                                                   ["ReLU"])).all())
+    True
+    """
+    sample, relu_max = _sample(outputs, axis, relus)
+    if isinstance(relu_max, np.ndarray):  # (float32: see the caller)
+        values, unit_max = np.maximum(sample.values[:relus], 0), _to_units(relu_max, relu_axis)
+    else:
+        import torch
+
+        values = torch.relu(sample.values[:relus])
+        unit_max = _to_units(relu_max, relu_axis).float()
+    return sample, GroupSample(values, unit_max, sample.numel, True)
+
+
+def _sample(outputs: list[torch.Tensor], axis: int | None,
+            relus: int | None) -> tuple[GroupSample, Any]:
+    """The sample, and ``relu`` of the per-position maxima over the batch of the first
+    ``relus`` outputs (``(relus, ...)``; ``None`` when it is ``None``)."""
     if len(outputs) == 1 and numpy_ready(outputs[0]):
-        return _sample_numpy(outputs[0].detach().numpy(), axis)
-    return _sample_torch([t.detach() for t in outputs], axis)
+        return _sample_numpy(outputs[0].detach().numpy(), axis, relus)
+    return _sample_torch([t.detach() for t in outputs], axis, relus)
 
 
-def _sample_numpy(array: np.ndarray, axis: int | None) -> GroupSample:
+def _sample_numpy(array: np.ndarray, axis: int | None,
+                  relus: int | None = None) -> tuple[GroupSample, Any]:
     """One CPU output: numpy's reductions cost less per call than torch's dispatch, which
     matters for an output sampled alone (a group's one stacked reduction does not care)."""
     flat = array.reshape(1, -1)
@@ -93,22 +128,24 @@ def _sample_numpy(array: np.ndarray, axis: int | None) -> GroupSample:
     if axis is None:
         unit_max = np.abs(flat).max(1, keepdims=True) if n else np.zeros((1, 1), flat.dtype)
         values = flat[:, : step * SUBSAMPLE: step].copy()  # a copy: outlives the output
-        return GroupSample(values, unit_max, n, False)
+        return GroupSample(values, unit_max, n, False), None
     # max |a| = max(|max a|, |min a|) over the batch: two reductions, no |a| copy
     hi = np.maximum.reduce(array, axis=0)
     values = flat[:, : step * SUBSAMPLE: step].copy()
     per_unit = np.maximum(np.abs(hi), np.abs(np.minimum.reduce(array, axis=0)))[None]
-    return GroupSample(values, _to_units(per_unit, axis), n, True)
+    relu_max = None if relus is None else np.maximum(hi, 0)[None]
+    return GroupSample(values, _to_units(per_unit, axis), n, True), relu_max
 
 
-def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
+def _sample_torch(tensors: list[torch.Tensor], axis: int | None,
+                  relus: int | None = None) -> tuple[GroupSample, Any]:
     """Outputs on a device, of other dtypes, or several small ones stacked: one set of
     reductions for the group (torch's reductions over the batch of a stack beat numpy's)."""
     import torch
 
     if len(tensors) > 1 and axis is not None and tensors[0].is_cpu and (
             tensors[0].is_floating_point()):
-        return _sample_chunked(tensors, axis)
+        return _sample_chunked(tensors, axis, relus)
     stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
     if not stacked.is_floating_point():
         stacked = stacked.float()
@@ -118,14 +155,16 @@ def _sample_torch(tensors: list[torch.Tensor], axis: int | None) -> GroupSample:
     if axis is None:
         unit_max = flat.abs().amax(1, keepdim=True) if n else flat.new_zeros((m, 1))
         values = flat[:, : step * SUBSAMPLE: step].float().clone()  # (after a full pass)
-        return GroupSample(values, unit_max.float(), n, False)
-    hi = stacked.amax(1).abs_()
+        return GroupSample(values, unit_max.float(), n, False), None
+    hi = stacked.amax(1)
+    relu_max = None if relus is None else torch.relu(hi[:relus])
     values = flat[:, : step * SUBSAMPLE: step].float().clone()
-    per_unit = torch.maximum(hi, stacked.amin(1).abs_())
-    return GroupSample(values, _to_units(per_unit, axis).float(), n, True)
+    per_unit = torch.maximum(hi.abs_(), stacked.amin(1).abs_())
+    return GroupSample(values, _to_units(per_unit, axis).float(), n, True), relu_max
 
 
-def _sample_chunked(tensors: list[torch.Tensor], axis: int) -> GroupSample:
+def _sample_chunked(tensors: list[torch.Tensor], axis: int,
+                    relus: int | None = None) -> tuple[GroupSample, Any]:
     """Several CPU outputs with units: stacked a few at a time into one small buffer and
     reduced while the buffer is in the cache (one stack of all of them would be written
     to memory and read back, once per reduction)."""
@@ -142,8 +181,9 @@ def _sample_chunked(tensors: list[torch.Tensor], axis: int) -> GroupSample:
         values[i:i + len(part)] = chunk.reshape(len(part), -1)[:, : step * SUBSAMPLE: step]
         torch.amax(chunk, 1, out=hi[i:i + len(part)])
         torch.amin(chunk, 1, out=lo[i:i + len(part)])
+    relu_max = None if relus is None else torch.relu(hi[:relus])  # (before hi.abs_)
     per_unit = torch.maximum(hi.abs_(), lo.abs_())
-    return GroupSample(values, _to_units(per_unit, axis).float(), n, True)
+    return GroupSample(values, _to_units(per_unit, axis).float(), n, True), relu_max
 
 
 def _to_units(per_unit: Any, axis: int) -> Any:
