@@ -91,7 +91,7 @@ class GradientCollector:
     def end_of_backward(self, pending: StepGrads) -> None:
         """Gradient norms, weight norms and a copy of the weights of what is ready."""
         ready, pending.ready, pending.queued = pending.ready, [], False
-        ready = [(i, p, p.grad) for i, p in ready if p.grad is not None]
+        ready = [(i, p, g) for i, p in ready if (g := p.grad) is not None]  # (read once)
         if not ready:
             return
         idx = [i for i, _, _ in ready]
