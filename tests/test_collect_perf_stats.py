@@ -457,3 +457,11 @@ def test_relu_samples_derived_from_their_inputs_give_the_relus_own_rows():
             classes = ["ReLU"] * relus
             np.testing.assert_array_equal(group_rows([derived], classes),
                                           group_rows([own], classes))
+
+
+def test_row_counts_match_count_nonzero():
+    gen = np.random.default_rng(4)
+    for width in (0, 8, 16, 1024, 2040, 2048, 12):
+        mask = gen.random((7, width)) < gen.random((7, 1))
+        mask[0], mask[-1] = True, False
+        assert stats._count(mask).tolist() == np.count_nonzero(mask, axis=1).tolist()

@@ -240,8 +240,14 @@ def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
     # row sums by einsum (no BLAS: no thread pool), shares as bit counts: few passes
     mean = np.einsum("ij->i", v) / width if width else np.full(len(v), np.nan)
     zero = _count(v == 0) / n
-    limit = np.array([_LIMITS.get(c) or _limit(c) for c in classes], dtype=v.dtype)[:, None]
-    sat = (_count(v > limit) + _count(v < -limit)) / n
+    limit = np.array([_LIMITS.get(c) or _limit(c) for c in classes], dtype=v.dtype)
+    absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
+    # No value of a row is beyond its output's max |a|: only rows whose max is beyond the
+    # limit (or NaN) can hold saturated values, and only they are compared.
+    sat, over = np.zeros(len(v)), np.flatnonzero(~(absmax <= limit))
+    if over.size:
+        part, bound = v[over], limit[over, None]
+        sat[over] = (_count(part > bound) + _count(part < -bound)) / n
     for j in [j for j, c in enumerate(classes) if c in UNIT_RANGE]:
         sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / n
     special = {j: _value_stats(v[j], classes[j]) for j in np.flatnonzero(~np.isfinite(mean))}
@@ -249,7 +255,6 @@ def _rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
     std = (np.sqrt(np.einsum("ij,ij->i", v, v) / max(width - 1, 1)) if width > 1
            else 0.0 * mean)
     dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
-    absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
     rows = np.stack([mean, std, zero, dead, sat, ~np.isfinite(absmax), absmax, numel], 1)
     for j, stats in special.items():  # rare: NaN/inf in the subsample
         rows[j, [0, 1, 2, 4]] = stats
@@ -266,11 +271,14 @@ def _limit(module_class: str) -> float:
 
 
 def _count(mask: np.ndarray) -> np.ndarray:
-    """``True`` per row of a 2-d mask: a population count of its bytes, eight at a time,
-    where the rows allow it (several times faster than ``count_nonzero(axis=1)``)."""
-    if mask.shape[1] % 8 or not mask.flags.c_contiguous or not hasattr(np, "bitwise_count"):
+    """``True`` per row of a 2-d mask, eight bytes at a time where the rows allow it: the
+    mask's bytes (0 or 1) summed as uint64 words, each byte of a row's sum counting one
+    of eight interleaved columns (at most 255 each: no carry), then those eight bytes
+    added (several times faster than ``count_nonzero(axis=1)``)."""
+    if mask.shape[1] % 8 or mask.shape[1] > 8 * 255 or not mask.flags.c_contiguous:
         return np.count_nonzero(mask, axis=1)
-    return np.bitwise_count(mask.view(np.uint64)).sum(1, dtype=np.int64)
+    lanes = np.einsum("ij->i", mask.view(np.uint64))
+    return lanes.view(np.uint8).reshape(-1, 8).sum(1, dtype=np.int64)
 
 
 def _value_stats(v: np.ndarray, module_class: str) -> list[float]:
