@@ -167,36 +167,59 @@ class FlatParams:
         self.size = sum(sizes)
         self.dtype = self.views[0].dtype
         self.starts = _starts(sizes)  # each weight in the flat weights
-        self.both_starts = _starts(sizes + sizes)  # each gradient, then each weight
         self._work = np.empty(2 * self.size, self.dtype)
         self._spare: list[np.ndarray] = []  # weight copies read back, for the next step
+        self.torch_dtype = params[0].dtype
+        # The gradients are stacked by shape (one torch call per shape: reading each as
+        # a numpy array is one Python call per parameter), into the first half of the
+        # work buffer: the gradients of a shape, then the next shape's.
+        by_shape: dict[tuple[int, ...], list[int]] = {}
+        for j, shape in enumerate(self.shapes):
+            by_shape.setdefault(shape, []).append(j)
+        stacked = [j for group in by_shape.values() for j in group]
+        flat, start = _torch_view(self._work), 0
+        self._stacks = []
+        for shape, group in by_shape.items():
+            end = start + len(group) * sizes[group[0]]
+            self._stacks.append((group, flat[start:end].view(len(group), *shape)))
+            start = end
+        self._unstack = np.argsort(stacked)  # stacked order -> the parameters' order
+        # each gradient (in stacked order), then each weight
+        self.both_starts = np.concatenate([_starts(tuple(sizes[j] for j in stacked)),
+                                           self.size + self.starts])
 
     def norms(self, pending: StepGrads, grads: list[torch.Tensor]) -> bool:
-        """Gradient and weight norms, and the weights' copy, in two concatenations and one
-        segment sum of squares (numpy's pairwise sums keep float32 accurate to ~1e-7).
-        False: a gradient numpy cannot read (sparse, another device or dtype): the caller
-        uses torch."""
-        try:  # a gradient needs no detach unless it requires grad (create_graph=True)
-            arrays = [g.numpy() for g in grads]
-        except (TypeError, RuntimeError):
-            try:
-                arrays = [g.detach().numpy() for g in grads]
-            except (TypeError, RuntimeError):
-                return False
-        dtype = self.dtype
-        if any(a.dtype != dtype for a in arrays):
+        """Gradient and weight norms, and the weights' copy, in a few stacks, one
+        concatenation and one segment sum of squares (numpy's pairwise sums keep float32
+        accurate to ~1e-7). False: gradients that cannot be stacked here (sparse, another
+        device or dtype): the caller uses torch."""
+        if not self._stack(grads):
             return False
         n, work = self.size, self._work
-        copy = self._spare.pop() if self._spare else np.empty(n, dtype)
-        np.concatenate(arrays, axis=None, out=work[:n])
+        copy = self._spare.pop() if self._spare else np.empty(n, self.dtype)
         np.concatenate(self.views, axis=None, out=copy)  # the weights before the step
         np.square(work[:n], out=work[:n])
         np.square(copy, out=work[n:])
         norms_ = np.sqrt(np.add.reduceat(work, self.both_starts), dtype=np.float64)
-        pending.grad_norm += norms_[:len(grads)].tolist()
+        pending.grad_norm += norms_[:len(grads)][self._unstack].tolist()
         pending.weight_norm += norms_[len(grads):].tolist()
         pending.before += [None] * len(grads)
         pending.flat.append((copy, self.shapes, self))
+        return True
+
+    def _stack(self, grads: list[torch.Tensor]) -> bool:
+        """The gradients into the first half of the work buffer, stacked by shape."""
+        import torch
+
+        dtype = self.torch_dtype
+        if any(g.dtype != dtype for g in grads):  # (stack would cast them)
+            return False
+        try:
+            with torch.no_grad():  # (a gradient may require grad: create_graph=True)
+                for group, out in self._stacks:
+                    torch.stack([grads[j] for j in group], out=out)
+        except (RuntimeError, NotImplementedError, TypeError):  # sparse, another device
+            return False
         return True
 
     def update(self, before: np.ndarray) -> np.ndarray:
@@ -248,6 +271,12 @@ def _numpy_ready(t: torch.Tensor) -> bool:
 
     return (t.is_cpu and t.layout == torch.strided and t.dtype in (torch.float32, torch.float64)
             and t.numel() > 0)
+
+
+def _torch_view(array: np.ndarray) -> torch.Tensor:
+    import torch
+
+    return torch.from_numpy(array)
 
 
 @functools.lru_cache(maxsize=32)
