@@ -465,3 +465,33 @@ def test_row_counts_match_count_nonzero():
         mask = gen.random((7, width)) < gen.random((7, 1))
         mask[0], mask[-1] = True, False
         assert stats._count(mask).tolist() == np.count_nonzero(mask, axis=1).tolist()
+
+
+def test_a_global_forward_hook_turns_the_relu_shortcut_off_against_the_pinned_torch():
+    """The shortcut reads torch's private dict of global forward hooks (no public way to
+    ask): checked here on the installed torch, with a global hook that really replaces a
+    ReLU's output, whose rows must describe what the ReLU's hook saw, not relu(input)."""
+    from torch.nn.modules.module import register_module_forward_hook
+
+    from vizdebug.collect.outputs import _global_forward_hooks
+
+    assert not _global_forward_hooks()
+
+    def double_relus(module, args, output):
+        return output * 2 + 5 if isinstance(module, torch.nn.ReLU) else None
+
+    handle = register_module_forward_hook(double_relus)
+    try:
+        assert _global_forward_hooks()
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+        session = vd.watch(model, every=1)
+        for _ in range(3):
+            model(torch.randn(32, 4)).sum().backward()
+        rec = session.records()
+        session.close()
+    finally:
+        handle.remove()
+    assert not _global_forward_hooks()
+    zero = rec.activations[-1, 1, 2]  # the ReLU's share of exact zeros: none, all are >= 5
+    assert zero == 0.0
