@@ -279,3 +279,14 @@ def test_check_dataset_says_a_sample_may_miss_more(digits_std):
     full = {f.code: f for f in vd.check_dataset(ds, sample=None)}
     assert full["input-none"].message.startswith("36 of 1,797 items are None: indices")
     assert "sampled" not in full["input-nonfinite"].message
+
+
+def test_an_infinite_label_is_no_traceback():
+    """Found by the property test: a dataset whose label is inf made the class checks
+    raise OverflowError from round(); such a label is no class, the checks go on."""
+    items = [(np.random.rand(1, 8, 8).astype(np.float32), float(v))
+             for v in [0.0, 1.0, float("inf"), 1.0, float("-inf"), 0.0] * 4]
+    found = vd.check_dataset(items)
+    assert isinstance(found, vd.Findings)
+    found_batch = vd.check_batch((np.random.rand(6, 1, 8, 8), np.array([1.0, np.inf] * 3)))
+    assert isinstance(found_batch, vd.Findings)

@@ -6,6 +6,7 @@ that it can name the offending indices (None, NaN, odd shapes, labels out of bal
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -214,7 +215,8 @@ def _same_label_finding(labels: list | None) -> list[Finding]:
 
 def _is_regression(labels: list[Any]) -> bool:
     floats = [v for v in labels if isinstance(v, float)]
-    return any(v != v or v != round(v) for v in floats)
+    # a non-finite value is no class either (and round() of an infinity raises)
+    return any(not math.isfinite(v) or v != round(v) for v in floats)
 
 
 def _one_class_finding(label: Any, n: int) -> Finding:
