@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import time
 import uuid
 from functools import cache
@@ -23,6 +24,13 @@ CSS = """
 """
 
 TWIN_INTERVAL = 10.0  # seconds between updates of a running view's static twin, at least
+
+
+def script_json(data: Any) -> str:
+    """JSON safe inside an HTML ``<script>``: no ``<``, ``>`` or ``&`` survives (so no
+    ``</script>`` or ``<!--``), and NaN or infinity is refused, not written as invalid JSON."""
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def standalone_page(title: str, body: str) -> str:

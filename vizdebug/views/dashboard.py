@@ -13,7 +13,6 @@ in another thread."""
 from __future__ import annotations
 
 import html
-import json
 import threading
 import time
 import weakref
@@ -26,14 +25,13 @@ import numpy as np
 from ..analysis.training import diagnose
 from ..findings import Findings, findings_html
 from ..records import TrainingRecords, TrainingSource
-from ._base import TWIN_INTERVAL, View, live_esm
+from ._base import TWIN_INTERVAL, View, live_esm, script_json
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._figure_svg import figure_svg
 
 _STATIC = Path(__file__).with_name("static")
 _HALF = ("grads", "health", "timing", "system")  # two to a row
-_ROWS = (("curves",), ("grads", "health"), ("timing", "system"))
 MIN_INTERVAL = 0.3
 BUDGET = 0.02
 
@@ -45,18 +43,11 @@ def _charts_js() -> str:
                      for name in ("chart_core.js", "chart_panel.js", "chart_view.js"))
 
 
-def script_json(value: Any) -> str:
-    """JSON safe inside an HTML ``<script>``: no ``</script>``, ``<!--`` or ``&`` escape."""
-    return (json.dumps(value, allow_nan=False).replace("<", "\\u003c")
-            .replace(">", "\\u003e").replace("&", "\\u0026"))
-
-
 @cache
 def _esm() -> str:
     # an anywidget ESM is one module string: the pure state code, then the view
-    return "\n".join((_STATIC / name).read_text(encoding="utf-8")
-                     for name in ("dashboard_state.js", "chart_core.js", "chart_panel.js",
-                                 "chart_view.js", "dashboard_widget.js"))
+    return "\n".join(((_STATIC / "dashboard_state.js").read_text(encoding="utf-8"), _charts_js(),
+                      (_STATIC / "dashboard_widget.js").read_text(encoding="utf-8")))
 
 
 def _widget_class() -> type:
@@ -164,14 +155,10 @@ class Dashboard(View):
         drawn by an inline script from the panels (hover, legend, zoom work offline)."""
         panels, found, status = self._content(flush=not self.source.closed)
         div_id = f"vd-dash-{id(self):x}-{self.refreshes}"
-        rows = "".join(
-            '<div style="display:grid;gap:8px;grid-template-columns:'
-            f'{"minmax(0,1.35fr) minmax(0,1fr)" if len(row) > 1 else "minmax(0,1fr)"}">'
-            + "".join(f'<div id="{div_id}-{name}" style="min-width:0"></div>' for name in row)
-            + "</div>" for row in _ROWS)
         spec = script_json({name: panels[name] for name in PANELS})
         return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
-                f'<p class="vd-note">{html.escape(status)}</p>{found}{rows}'
+                f'<p class="vd-note">{html.escape(status)}</p>{found}'
+                f'<div id="{div_id}" style="display:flex;flex-direction:column;gap:4px"></div>'
                 f"<script>{_charts_js()}\n(function(){{var p={spec};"
                 f"vdDrawStatic('{div_id}',p);}})();</script></div>")
 

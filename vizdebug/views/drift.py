@@ -13,7 +13,6 @@ charts, ``drift.js``: the app), because an anywidget ESM is one module string.
 from __future__ import annotations
 
 import html
-import json
 import math
 import uuid
 from functools import cache
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.drift_compare import DriftOptions, DriftResult, analyze_drift
 from ..analysis.drift_findings import format_p
-from ._base import View, live_esm
+from ._base import View, live_esm, script_json
 from ._drift_svg import overlay_figure
 
 if TYPE_CHECKING:
@@ -42,9 +41,8 @@ def _js_source() -> str:
 
 
 def _to_json(data: Any) -> str:
-    """JSON safe to place inside ``<script>``: no ``<`` survives, non-finite numbers are null."""
-    text = json.dumps(_finite(data), separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    """JSON safe to place inside ``<script>``, non-finite numbers as null."""
+    return script_json(_finite(data))
 
 
 def _finite(x: Any) -> Any:

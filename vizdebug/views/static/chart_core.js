@@ -51,6 +51,9 @@ function vdFormat(v, format) {
   return String(parseFloat(v.toPrecision(4)));
 }
 
+// A pixel position to a tenth of a pixel (without toFixed, which costs most of a long path).
+function vdPx(v) { return Math.round(v * 10) / 10; }
+
 // The SVG path of a line through (x[i], y[i]): a gap where a value is missing, not
 // finite, or (log scale) not positive; sx, sy map values to pixels.
 function vdLinePath(x, y, sx, sy, log) {
@@ -61,8 +64,7 @@ function vdLinePath(x, y, sx, sy, log) {
       pen = false;
       continue;
     }
-    // tenths of a pixel, rounded without toFixed (which costs most of a long path)
-    out += `${pen ? "L" : "M"}${Math.round(sx(x[i]) * 10) / 10},${Math.round(sy(v) * 10) / 10}`;
+    out += `${pen ? "L" : "M"}${vdPx(sx(x[i]))},${vdPx(sy(v))}`;
     pen = true;
   }
   return out;

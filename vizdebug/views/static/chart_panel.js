@@ -72,7 +72,7 @@ function vdAxes(layout, f, parts) {
   const w = f.right - f.left;
   const xfmt = (layout.xaxis || {}).tickformat;
   for (const v of vdTicks(f.x[0], f.x[1], Math.max(2, Math.min(7, Math.floor(w / 80))))) {
-    const px = Math.round(f.sx(v) * 10) / 10;
+    const px = vdPx(f.sx(v));
     parts.push(`<line x1="${px}" x2="${px}" y1="${f.top}" y2="${f.bottom}" stroke="#eee"/>`,
       `<text x="${px}" y="${f.bottom + 15}" text-anchor="middle">${vdFormat(v, xfmt)}</text>`);
   }
@@ -91,7 +91,7 @@ function vdAxes(layout, f, parts) {
   const yt = f.log ? vdLogTicks(f.y[0], f.y[1]) : vdTicks(f.y[0], f.y[1], 6);
   for (const v of yt) {
     const value = f.log ? Math.pow(10, v) : v;
-    const py = Math.round(f.sy(value) * 10) / 10;
+    const py = vdPx(f.sy(value));
     parts.push(`<line x1="${f.left}" x2="${f.right}" y1="${py}" y2="${py}" stroke="#eee"/>`,
       `<text x="${f.left - 6}" y="${py}" dy="0.32em" text-anchor="end">${vdFormat(value)}</text>`);
   }
@@ -117,7 +117,7 @@ function vdMarks(layout, f, parts) {
   for (const s of layout.shapes || []) {
     const colour = vdColour(s.line?.color, "#d0d0d0");
     if (s.type === "line" && s.xref === "x" && inX(s.x0)) {
-      const px = Math.round(f.sx(s.x0) * 10) / 10;
+      const px = vdPx(f.sx(s.x0));
       parts.push(`<line x1="${px}" x2="${px}" y1="${f.bottom}" y2="${f.top}" stroke="${colour}" ` +
         `stroke-dasharray="2,3"/>`);
     } else if (s.type === "rect" && s.xref === "paper" && f.categories) {
@@ -179,7 +179,7 @@ function vdLines(f, parts) {
         const v = t.y[i];
         if (v === null || !isFinite(v) || (log && v <= 0) || t.x[i] < f.x[0] || t.x[i] > f.x[1]) continue;
         parts.push(vdSymbol(Array.isArray(symbols) ? symbols[i] : symbols,
-          Math.round(f.sx(t.x[i]) * 10) / 10, Math.round(sy(v) * 10) / 10, size, mc));
+          vdPx(f.sx(t.x[i])), vdPx(sy(v)), size, mc));
       }
     }
     parts.push("</g>");
@@ -253,8 +253,8 @@ function vdBars(f, parts) {
       if (v === null || !isFinite(v) || v <= 0) return;
       const y = f.sy(i) - f.rowHeight * 0.4 + k * slot;
       const x0 = f.sx(Math.max(f.x[0], 0));
-      parts.push(`<rect x="${x0}" y="${Math.round(y * 10) / 10}" width="${Math.max(0, f.sx(Math.min(v, f.x[1])) - x0)}" ` +
-        `height="${Math.round(slot * 10) / 10}" fill="${colour}"/>`);
+      parts.push(`<rect x="${x0}" y="${vdPx(y)}" width="${Math.max(0, f.sx(Math.min(v, f.x[1])) - x0)}" ` +
+        `height="${vdPx(slot)}" fill="${colour}"/>`);
     });
   });
 }

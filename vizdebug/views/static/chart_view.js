@@ -1,7 +1,8 @@
 // vizdebug dashboard charts, part 3 of 3: a panel in the page, with what a user does to
 // it: hover for values, click a legend entry to hide or show its series, drag across a
 // line panel to zoom its steps (double-click: all steps). The zoom and the legend's
-// choices stay through the refreshes, as plotly's uirevision kept them.
+// choices stay through the refreshes, as plotly's uirevision kept them; a chart follows
+// its own div's width.
 
 // What the pointer at (px, py) is on: {x, y, text, colour} or null.
 function vdHoverLine(f, px, py) {
@@ -15,8 +16,9 @@ function vdHoverLine(f, px, py) {
     const d = Math.hypot(f.sx(t.x[i]) - px, sy(v) - py);
     if (d > 24 || (best && d >= best.d)) continue;
     const value = vdFormat(v, axis === "y2" ? f.y2Format : "");
-    const text = t.text && t.text[i] ? vdPlain(t.text[i]) : `${vdPlain(t.name)} · ${vdPlain(
-      (t.hovertemplate || "").startsWith("step") ? "step" : "x")} ${t.x[i]}: ${value}`;
+    const xName = (t.hovertemplate || "").startsWith("step") ? "step" : "x";
+    const text = t.text && t.text[i] ? vdPlain(t.text[i])
+      : `${vdPlain(t.name)} · ${xName} ${t.x[i]}: ${value}`;
     best = { d, x: f.sx(t.x[i]), y: sy(v), text, colour: t.line?.color || t.marker?.color };
   }
   return best;
@@ -123,30 +125,41 @@ function vdChart(div) {
   host.addEventListener("mouseup", endDrag);
   host.addEventListener("mouseleave", (event) => { tip.style.display = "none"; endDrag(event); });
   host.addEventListener("dblclick", () => { state.zoom = null; draw(); });
+  // Redrawn at the div's new width, once a frame at most (the height is the chart's own,
+  // set on the div: a container's resize can never collapse it).
+  let pending = 0;
+  const resized = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
+    if (pending) return;
+    pending = requestAnimationFrame(() => {
+      pending = 0;
+      const now = div.clientWidth;
+      if (now && now !== width) { width = now; draw(); }
+    });
+  });
+  if (resized) resized.observe(div);
   return {
     draw(next) { fig = next; draw(); },
-    resize(next) { if (next && next !== width) { width = next; draw(); } },
-    zoom(range) { state.zoom = range; draw(); },
-    purge() { host.innerHTML = ""; fig = null; },
+    purge() { if (resized) resized.disconnect(); host.innerHTML = ""; fig = null; },
   };
 }
 
-// A saved page (a report, Dashboard.save): each panel into the div `${id}-${name}`, redrawn
-// when the window's width changes.
+// The dashboard's panels in rows: the curves alone, then two to a row (the live widget
+// and a saved page lay them out alike).
+const VD_ROWS = [["curves"], ["grads", "health"], ["timing", "system"]];
+
+function vdPanelGrid() {
+  return VD_ROWS.map((row) => `<div class="vd-row" style="display:grid;gap:8px;` +
+    `grid-template-columns:${row.length > 1 ? "minmax(0,1.35fr) minmax(0,1fr)" : "minmax(0,1fr)"}">` +
+    row.map((name) => `<div class="vd-panel vd-panel-${name}" data-panel="${name}"` +
+      ` style="width:100%;min-width:0"></div>`).join("") + "</div>").join("");
+}
+
+// A saved page (a report, Dashboard.save): the panels laid out in the element `id`.
 function vdDrawStatic(id, panels) {
-  const charts = Object.entries(panels).map(([name, panel]) => {
-    const div = document.getElementById(`${id}-${name}`);
-    if (!div) return null;
-    const chart = vdChart(div);
-    chart.draw(panel);
-    return [div, chart];
-  }).filter(Boolean);
-  let frame = 0;
-  window.addEventListener("resize", () => {
-    if (frame) return;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      charts.forEach(([div, chart]) => chart.resize(div.clientWidth));
-    });
+  const grid = document.getElementById(id);
+  if (!grid) return;
+  grid.innerHTML = vdPanelGrid();
+  grid.querySelectorAll(".vd-panel").forEach((div) => {
+    if (panels[div.dataset.panel]) vdChart(div).draw(panels[div.dataset.panel]);
   });
 }

@@ -5,14 +5,9 @@
 // no plotly.js. Smoothing, log scale, zoom and hover run here, so they work while the
 // kernel is busy training.
 
-const VD_ROWS = [["curves"], ["grads", "health"], ["timing", "system"]];
 const VD_BADGE = { error: ["#c62828", "#fff"], warning: ["#f9a825", "#222"], info: ["#e3f2fd", "#0d47a1"] };
 
 function controls(el) {
-  const rows = VD_ROWS.map((row) => `<div class="vd-row" style="display:grid;gap:8px;` +
-    `grid-template-columns:${row.length > 1 ? "minmax(0,1.35fr) minmax(0,1fr)" : "minmax(0,1fr)"}">` +
-    row.map((name) => `<div class="vd-panel vd-panel-${name}" data-panel="${name}"` +
-      ` style="width:100%;min-width:0"></div>`).join("") + "</div>").join("");
   el.innerHTML = `
     <div class="vd-dash" style="font-family:system-ui,sans-serif;font-size:13px;width:100%">
       <style>.vd-dash .vd-evidence-target{cursor:pointer;text-decoration:underline dotted}</style>
@@ -25,7 +20,7 @@ function controls(el) {
           max="0.99" step="0.01" value="0.6" style="vertical-align:middle"></label>
         <label><input class="vd-log" type="checkbox"> log scale</label>
       </div>
-      <div class="vd-grid" style="display:flex;flex-direction:column;gap:4px">${rows}</div>
+      <div class="vd-grid" style="display:flex;flex-direction:column;gap:4px">${vdPanelGrid()}</div>
       <div class="vd-findings"></div>
     </div>`;
   const panels = {};
@@ -123,27 +118,8 @@ function painter(ui) {
       ["curves", "grads", "health"].forEach((n) => this.drawNow(n));
       return names.map((n) => ui.panels[n]).find((div) => div.data && div.data.length) || null;
     },
-    resize() {
-      for (const [name, chart] of charts) chart.resize(ui.panels[name].clientWidth);
-    },
     stop() { charts.forEach((chart) => chart.purge()); },
   };
-}
-
-function watchWidth(ui, paint) {
-  let width = ui.grid.clientWidth;
-  let frame = 0;
-  const resized = new ResizeObserver(() => {
-    const now = ui.grid.clientWidth;
-    if (!now || now === width || frame) return;
-    width = now;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      paint.resize();
-    });
-  });
-  resized.observe(ui.grid);
-  return resized;
 }
 
 // A click on a finding that points at a layer or a metric (findings.evidence_target, in
@@ -188,12 +164,10 @@ function render({ model, el }) {
   model.on("change:delta", onDelta);
   model.on("change:revision", onText);
   model.on("change:status", onText);
-  const resized = watchWidth(ui, paint);
   onText();
   const delta = model.get("delta") || {};
   paint.update(vdCurrentPanels(model.get("snapshot"), delta), Object.keys(ui.panels), delta.rev);
   return () => {
-    resized.disconnect();
     model.off("change:delta", onDelta);
     model.off("change:revision", onText);
     model.off("change:status", onText);
