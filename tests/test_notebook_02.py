@@ -6,9 +6,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "02_live_training.ipynb"
+from tests.notebook_runs import execute
+
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 pytestmark = [pytest.mark.notebook, pytest.mark.slow]
@@ -16,12 +16,7 @@ pytestmark = [pytest.mark.notebook, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def executed() -> nbformat.NotebookNode:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), \
-        "store the notebook with outputs cleared"
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    return nb
+    return execute("02_live_training.ipynb", 600, cleared=True)
 
 
 def outputs(nb: nbformat.NotebookNode, source: str) -> list[dict]:

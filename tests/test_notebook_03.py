@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "03_drift.ipynb"
-
-
-def _outputs(nb: nbformat.NotebookNode, needle: str) -> list[dict]:
-    return next(c for c in nb.cells if c.cell_type == "code" and needle in c.source).outputs
-
-
-def _text(outputs: list[dict]) -> str:
-    return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
+from tests.notebook_runs import execute, outputs_of, plain_text
 
 
 @pytest.mark.notebook
 def test_drift_notebook_runs_and_finds_the_drift() -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit it with outputs cleared"
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    nb = execute("03_drift.ipynb", 600, cleared=True)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert errors == []
-    static, live = (o["data"] for o in _outputs(nb, "drift = vd.compare_distributions")[:2])
+    static, live = (o["data"] for o in outputs_of(nb, "drift = vd.compare_distributions")[:2])
     assert "application/vnd.jupyter.widget-view+json" in live  # the widget, after ...
     assert "data-vd-fallback" in static["text/html"]  # ... its static twin
     view = static
@@ -35,17 +20,17 @@ def test_drift_notebook_runs_and_finds_the_drift() -> None:
     assert "DriftView: 3 of 8 features drifted" in view["text/plain"]
     for name in ("temperature", "vibration", "firmware"):
         assert name in view["text/plain"].split("drifted:", 1)[1]
-    windows = _text(_outputs(nb, "early = vd.compare_distributions"))
+    windows = plain_text(outputs_of(nb, "early = vd.compare_distributions"))
     assert "first two weeks: []" in windows
     assert all(n in windows.split("last two weeks:")[1] for n in ("temperature", "vibration", "firmware"))
-    split = _text(_outputs(nb, "split = vd.compare_distributions"))
+    split = plain_text(outputs_of(nb, "split = vd.compare_distributions"))
     assert "0 of 30 features drifted" in split
-    assert "No findings" in _outputs(nb, "split = vd.compare_distributions")[-1]["data"]["text/html"]
-    scanner = _outputs(nb, "scanner = vd.compare_distributions")[0]["data"]["text/plain"]
+    assert "No findings" in outputs_of(nb, "split = vd.compare_distributions")[-1]["data"]["text/html"]
+    scanner = outputs_of(nb, "scanner = vd.compare_distributions")[0]["data"]["text/plain"]
     assert "mean radius" in scanner and "mean texture" in scanner
-    sizes = _outputs(nb, "big = vd.compare_distributions")[0]["data"]["text/plain"]
+    sizes = outputs_of(nb, "big = vd.compare_distributions")[0]["data"]["text/plain"]
     assert "False" in sizes and "True" in sizes
-    assert "same verdicts as in memory: True" in _text(_outputs(nb, "streamed = vd.compare_distributions"))
+    assert "same verdicts as in memory: True" in plain_text(outputs_of(nb, "streamed = vd.compare_distributions"))
     # the exported page keeps the static views (which work offline) even though nbclient
     # saved the widget state, as `jupyter nbconvert --execute` does
     from nbconvert import HTMLExporter

@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-
-
-def execute(name: str, timeout: int = 600) -> nbformat.NotebookNode:
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    return nb
-
-
-def outputs_of(nb: nbformat.NotebookNode, needle: str) -> list[dict]:
-    cell = next(c for c in nb.cells if c.cell_type == "code" and needle in c.source)
-    return cell.outputs
+from tests.notebook_runs import execute, outputs_of
 
 
 @pytest.mark.notebook
