@@ -92,6 +92,24 @@ class Shift(nn.Module):
         return x
 
 
+def _train_with_a_nan(model: nn.Module, steps: int, nan_at: int, gen: torch.Generator | None = None,
+                      step: list[int] | None = None) -> None:
+    """SGD steps on batches of 8 random 6x6 images, one NaN pixel at step ``nan_at`` (it
+    runs through the ReLUs), the gradients cleaned so that training goes on; ``step[0]``
+    says which step runs (for hooks that record per step)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(steps):
+        if step is not None:
+            step[0] = i
+        opt.zero_grad()
+        x = torch.randn(8, 1, 6, 6, generator=gen)
+        x[0, 0, 0, 0] = float("nan") if i == nan_at else x[0, 0, 0, 0]
+        model(x).pow(2).mean().backward()
+        for p in model.parameters():
+            p.grad = torch.nan_to_num(p.grad)
+        opt.step()
+
+
 def test_hooked_rows_match_direct_computation_over_many_steps():
     """Every=1 on the CPU: samples read in batches of steps; each row is still exact, also
     for a ReLU whose output a user hook shifts below zero (the shortcut must step aside)."""
@@ -107,16 +125,8 @@ def test_hooked_rows_match_direct_computation_over_many_steps():
         module.register_forward_hook(
             lambda m, i, o, idx=idx: seen.setdefault(step[0], []).append((idx, o.detach().clone())))
     session = vd.watch(model, every=1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
     steps = hooks_module.READ_AFTER * 2 + 3
-    for step[0] in range(steps):
-        opt.zero_grad()
-        x = torch.randn(8, 1, 6, 6)
-        x[0, 0, 0, 0] = float("nan") if step[0] == 5 else x[0, 0, 0, 0]  # NaN through ReLUs
-        model(x).pow(2).mean().backward()
-        for p in model.parameters():
-            p.grad = torch.nan_to_num(p.grad)
-        opt.step()
+    _train_with_a_nan(model, steps, nan_at=5, step=step)
     rec = session.records()
     session.close()
     assert rec.act_steps.tolist() == list(range(steps))
@@ -396,16 +406,7 @@ def _relu_case_rows(derive: bool, monkeypatch) -> tuple[np.ndarray, int]:
     torch.manual_seed(0)
     model = ReluCases()
     session = vd.watch(model, every=1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    gen = torch.Generator().manual_seed(3)
-    for step in range(5):
-        opt.zero_grad()
-        x = torch.randn(8, 1, 6, 6, generator=gen)
-        x[0, 0, 0, 0] = float("nan") if step == 3 else x[0, 0, 0, 0]  # NaN through ReLUs
-        model(x).pow(2).mean().backward()
-        for p in model.parameters():
-            p.grad = torch.nan_to_num(p.grad)
-        opt.step()
+    _train_with_a_nan(model, 5, nan_at=3, gen=torch.Generator().manual_seed(3))
     rec = session.records()
     session.close()
     return rec.activations, derived[0]

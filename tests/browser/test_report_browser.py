@@ -4,10 +4,10 @@ draw from the inline script, hover works offline, and a hostile metric name is t
 from __future__ import annotations
 
 import pytest
-import torch
 
 import vizdebug as vd
 
+from ..test_dashboard import small_session
 from .lab import offline_page
 
 pytestmark = [pytest.mark.browser]
@@ -16,16 +16,7 @@ EVIL = "</script><img src=x onerror=alert(1)>_loss"
 
 
 def test_a_report_draws_its_dashboard_offline(tmp_path):
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    session = vd.watch(model, every=2)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    for _ in range(120):
-        opt.zero_grad()
-        loss = model(torch.randn(16, 4)).pow(2).mean()
-        loss.backward()
-        opt.step()
-        session.log(**{"loss": loss, EVIL: loss})
+    _, session = small_session(120, every=2, **{EVIL: 1.0})
     session.close()
     path = vd.report(session, tmp_path / "report.html")
     assert path.stat().st_size < 300_000
