@@ -15,11 +15,11 @@ Run: ``python benchmarks/bench_embedding_timeline.py [--n 2000]``.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
 import numpy as np
+from bench_embeddings import view_bytes
 
 
 def drifting(n: int, d: int = 64, frames: int = 4, seed: int = 0):
@@ -97,14 +97,7 @@ def page_bytes(n: int = 10000, frames: int = 3) -> dict[str, int]:
     xs, y = drifting(n, frames=frames)
     images = np.random.default_rng(0).random((n, 8, 8)).astype(np.float32)
     records = [EmbeddingFrame("fc", i, i, x) for i, x in enumerate(xs)]
-    view = show_embedding_frames(records, labels=y, images=images, method="pca").wait()
-    state = view.widget.get_state()
-    esm = len(state.pop("_esm", ""))
-    data = sum(len(v) if isinstance(v, (bytes, memoryview)) else len(json.dumps(v, default=str))
-               for v in state.values())
-    static = len(view._static_bundle("x")["text/html"])
-    return {"widget state": data, "widget code": esm, "static twin": static,
-            "total": data + esm + static}
+    return view_bytes(show_embedding_frames(records, labels=y, images=images, method="pca").wait())
 
 
 def main() -> dict:

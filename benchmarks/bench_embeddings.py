@@ -133,7 +133,11 @@ def page_bytes(n: int = 10000) -> dict[str, int]:
     _env.set_renderer("widget")
     x, y = clustered(n)
     images = np.random.default_rng(0).random((n, 8, 8)).astype(np.float32)
-    view = vd.show_embeddings(x, labels=y, images=images, method="pca").wait()
+    return view_bytes(vd.show_embeddings(x, labels=y, images=images, method="pca").wait())
+
+
+def view_bytes(view) -> dict[str, int]:
+    """What a notebook page holds of a view: its widget state, its code, its static twin."""
     state = view.widget.get_state()
     esm = len(state.pop("_esm", ""))
     data = sum(len(v) if isinstance(v, (bytes, memoryview)) else len(json.dumps(v, default=str))
