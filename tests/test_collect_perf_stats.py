@@ -83,8 +83,37 @@ def test_random_outputs_match_the_reference_on_both_paths():
 def test_numpy_path_takes_only_what_numpy_reads_without_a_copy():
     assert numpy_ready(torch.randn(4, 3)) and numpy_ready(torch.randn(4, 3).double())
     assert not numpy_ready(torch.randn(4, 3).half())
-    assert not numpy_ready(torch.randn(3, 4).t())  # not contiguous: sampled in torch
-    assert isinstance(sample([torch.randn(3, 4).t()], "Linear", "numpy").values, torch.Tensor)
+    assert not numpy_ready(torch.randn(4, 3).to_sparse())
+    assert numpy_ready(torch.randn(3, 4).t())  # a permuted layout: reduced in memory order
+    assert isinstance(sample([torch.randn(3, 4).t()], "Linear", "numpy").values, np.ndarray)
+    assert isinstance(sample([torch.randn(3, 4).half()], "Linear", "numpy").values, torch.Tensor)
+
+
+def test_permuted_sliced_and_broadcast_layouts_match_the_reference_and_the_torch_path():
+    """MultiheadAttention's batch-first output is a transposed view and a channels-last
+    convolution's output is permuted: numpy reduces them in the order of their memory;
+    slices and broadcast views are copied first. NaN, inf and -0.0 included."""
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(120):
+        ndim = 2 + trial % 3
+        shape = [int(n) for n in torch.randint(1, 7, (ndim,), generator=gen)]
+        perm = torch.randperm(ndim, generator=gen).tolist()
+        base = torch.randn([shape[p] for p in perm], generator=gen) * 3
+        base[base.abs() < 0.2] = -0.0 if trial % 2 else 0.0
+        base.view(-1)[0] = float("nan") if trial % 7 == 0 else base.view(-1)[0]
+        base.view(-1)[-1] = -float("inf") if trial % 11 == 0 else base.view(-1)[-1]
+        x = base.permute(*np.argsort(perm).tolist())
+        if trial % 3 == 0:
+            x = x[:, : max(1, x.shape[1] - 1)]
+        if trial % 13 == 0:
+            x = x[:, :1].expand(-1, 4, *x.shape[2:])
+        for cls in ("Linear", "Conv2d", "ReLU", "Tanh", "Sigmoid"):
+            axis = output_key(x, cls)[3]
+            fast = group_rows([sample_outputs([x], axis)], [cls])[0]
+            on_torch = group_rows([stats._sample_torch([x], axis)[0]], [cls])[0]
+            for got in (fast, on_torch):
+                np.testing.assert_allclose(got, direct_row(x, cls), rtol=1e-5, atol=1e-6,
+                                           equal_nan=True)
 
 
 class Shift(nn.Module):

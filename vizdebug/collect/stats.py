@@ -19,6 +19,8 @@ outputs) is sampled in torch on its own device, without a sync; the result is re
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -57,13 +59,28 @@ _CHUNK_BYTES = 1 << 19  # a group is stacked and reduced this much at a time (in
 
 
 def numpy_ready(tensor: torch.Tensor) -> bool:
-    """A contiguous float32/float64 CPU tensor: readable as a numpy array without a copy."""
+    """A float32/float64 CPU tensor: readable as a numpy array without a copy (in any
+    layout: :func:`_sample_numpy` reduces a permuted one in the order of its memory)."""
     global _NUMPY_DTYPES
     if not _NUMPY_DTYPES:
         import torch
 
-        _NUMPY_DTYPES = (torch.float32, torch.float64)
-    return tensor.dtype in _NUMPY_DTYPES and tensor.is_cpu and tensor.is_contiguous()
+        _NUMPY_DTYPES = (torch.float32, torch.float64, torch.strided)
+    return tensor.dtype in _NUMPY_DTYPES and tensor.is_cpu and tensor.layout is _NUMPY_DTYPES[2]
+
+
+def _dense_permutation(strides: tuple[int, ...], shape: tuple[int, ...]) -> list[int] | None:
+    """The axis order (outermost first) in which an array of these strides is contiguous
+    (``None``: it is not a permutation of a contiguous block, e.g. a slice, or empty)."""
+    order = sorted(range(len(shape)), key=lambda d: (-strides[d], -shape[d]))
+    expected = 1
+    for d in reversed(order):
+        if shape[d] == 0:
+            return None
+        if shape[d] != 1 and strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return order
 
 
 def sample_outputs(outputs: list[torch.Tensor], axis: int | None) -> GroupSample:
@@ -120,6 +137,8 @@ def _sample_numpy(array: np.ndarray, axis: int | None,
                   relus: int | None = None) -> tuple[GroupSample, Any]:
     """One CPU output: numpy's reductions cost less per call than torch's dispatch, which
     matters for an output sampled alone (a group's one stacked reduction does not care)."""
+    if not array.flags.c_contiguous:
+        return _sample_permuted(array, axis, relus)
     flat = array.reshape(1, -1)
     n = array.size
     step = subsample_step(n)
@@ -135,6 +154,51 @@ def _sample_numpy(array: np.ndarray, axis: int | None,
     per_unit = np.maximum(np.abs(hi), np.abs(np.minimum.reduce(array, axis=0)))[None]
     relu_max = None if relus is None else np.maximum(hi, 0)[None]
     return GroupSample(values, _to_units(per_unit, axis), n, True), relu_max
+
+
+def _sample_permuted(array: np.ndarray, axis: int | None,
+                     relus: int | None) -> tuple[GroupSample, Any]:
+    """An output stored in another axis order (``MultiheadAttention``'s batch-first output
+    is a transposed view, a channels-last convolution's is permuted): reduced in the order
+    of its memory, where a pass over it is sequential. The maxima over every axis but the
+    units' do not depend on the order they are taken in; the subsample is taken at the
+    same logical positions as for a contiguous output."""
+    order = _dense_permutation(array.strides, array.shape)
+    if order is None or array.ndim < 2:  # a slice, a broadcast view: copied first
+        return _sample_numpy(np.ascontiguousarray(array), axis, relus)
+    n = array.size
+    values = array[_subsample_index(array.shape, subsample_step(n))]  # (a copy)
+    if axis is None:
+        unit_max = np.abs(array.transpose(order)).max().reshape(1, 1)
+        return GroupSample(values[None], unit_max, n, False), None
+    memory, unit = array.transpose(order), order.index(axis)
+    hi, lo = _unit_reduce(memory, unit, np.maximum), _unit_reduce(memory, unit, np.minimum)
+    per_unit = np.maximum(np.abs(hi), np.abs(lo))[None]
+    # A following ReLU may have other units (a Conv1d's channels, the ReLU's features):
+    # its maxima come from the batch maxima in the output's own shape, as for the others.
+    relu_max = None if relus is None else np.maximum(
+        np.maximum.reduce(array, axis=0), 0)[None]
+    return GroupSample(values[None], per_unit, n, True), relu_max
+
+
+def _unit_reduce(memory: np.ndarray, unit: int, ufunc: np.ufunc) -> np.ndarray:
+    """``ufunc`` over every axis of a C-contiguous array but ``unit``: first over its
+    outermost axis (one sequential pass over wide rows), then over what is left."""
+    if unit == 0:
+        return ufunc.reduce(memory.reshape(memory.shape[0], -1), axis=1)
+    rest = ufunc.reduce(memory.reshape(memory.shape[0], -1), axis=0)
+    before, units = math.prod(memory.shape[1:unit]), memory.shape[unit]
+    rest = rest.reshape(before, units, -1)
+    if before > 1:
+        rest = ufunc.reduce(rest, axis=0)[None]
+    return ufunc.reduce(rest[0], axis=1) if rest.shape[2] > 1 else rest[0, :, 0]
+
+
+@functools.lru_cache(maxsize=64)
+def _subsample_index(shape: tuple[int, ...], step: int) -> tuple[np.ndarray, ...]:
+    """The multi-index of every ``step``-th value in C order, at most ``SUBSAMPLE``."""
+    n = math.prod(shape)
+    return np.unravel_index(np.arange(0, min(n, step * SUBSAMPLE), step), shape)
 
 
 def _sample_torch(tensors: list[torch.Tensor], axis: int | None,
