@@ -525,3 +525,21 @@ def test_a_global_forward_hook_turns_the_relu_shortcut_off_against_the_pinned_to
     assert not _global_forward_hooks()
     zero = rec.activations[-1, 1, 2]  # the ReLU's share of exact zeros: none, all are >= 5
     assert zero == 0.0
+
+
+@pytest.mark.parametrize("block_bytes", [1, 3 * 4 * 8, 1 << 22])
+def test_rows_read_in_blocks_match_the_reference_across_block_edges(monkeypatch, block_bytes):
+    """A read reduces its subsamples in blocks of rows through one buffer: samples cut at
+    any row, float32 and float64 ones of one width kept apart, give the reference rows."""
+    monkeypatch.setattr(stats, "_BLOCK_BYTES", block_bytes)
+    cases = outputs()
+    gen = torch.Generator().manual_seed(5)
+    samples, classes, want = [], [], []
+    for trial in range(30):
+        x, cls = cases[trial % len(cases)]
+        group = [x * float(torch.rand(1, generator=gen) * 3) for _ in range(1 + trial % 4)]
+        samples.append(sample(group, cls, "numpy" if trial % 3 else "torch"))
+        classes += [cls] * len(group)
+        want += [direct_row(t, cls) for t in group]
+    np.testing.assert_allclose(group_rows(samples, classes), np.array(want), rtol=1e-5,
+                               atol=1e-6, equal_nan=True)
