@@ -16,7 +16,8 @@ from vizdebug.analysis.activations import activation_stats as reference_stats
 from vizdebug.collect import outputs as outputs_module
 from vizdebug.collect.anomaly import AnomalyWarning, WatchAnomaly
 from vizdebug.collect.fused import norms
-from vizdebug.collect.stats import _sample_torch, group_rows, output_key, sample_outputs
+from vizdebug.collect.rows import group_rows
+from vizdebug.collect.stats import _sample_torch, output_key, sample_outputs
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 from vizdebug.records import ACTIVATION_STATS
 

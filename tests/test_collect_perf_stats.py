@@ -10,8 +10,9 @@ from torch import nn
 import vizdebug as vd
 from vizdebug.analysis.activations import activation_stats
 from vizdebug.collect import hooks as hooks_module
-from vizdebug.collect import stats
-from vizdebug.collect.stats import group_rows, numpy_ready, output_key, sample_outputs
+from vizdebug.collect import rows, stats
+from vizdebug.collect.rows import group_rows
+from vizdebug.collect.stats import numpy_ready, output_key, sample_outputs
 from vizdebug.records import ACTIVATION_STATS
 
 
@@ -494,7 +495,7 @@ def test_row_counts_match_count_nonzero():
     for width in (0, 8, 16, 1024, 2040, 2048, 12):
         mask = gen.random((7, width)) < gen.random((7, 1))
         mask[0], mask[-1] = True, False
-        assert stats._count(mask).tolist() == np.count_nonzero(mask, axis=1).tolist()
+        assert rows._count(mask).tolist() == np.count_nonzero(mask, axis=1).tolist()
 
 
 def test_a_global_forward_hook_turns_the_relu_shortcut_off_against_the_pinned_torch():
@@ -531,7 +532,7 @@ def test_a_global_forward_hook_turns_the_relu_shortcut_off_against_the_pinned_to
 def test_rows_read_in_blocks_match_the_reference_across_block_edges(monkeypatch, block_bytes):
     """A read reduces its subsamples in blocks of rows through one buffer: samples cut at
     any row, float32 and float64 ones of one width kept apart, give the reference rows."""
-    monkeypatch.setattr(stats, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(rows, "_BLOCK_BYTES", block_bytes)
     cases = outputs()
     gen = torch.Generator().manual_seed(5)
     samples, classes, want = [], [], []

@@ -4,7 +4,7 @@ Nothing is read back during a step: a sampled step is *sealed* when the next tra
 starts and read later, once the oldest sealed step is ``READ_AFTER`` steps old, all waiting
 steps at once (every step of ``every=1``; each sample of ``"auto"``, whose samples are
 farther apart), when the device finished them long ago, so the read never stalls the
-pipeline. A read reduces the samples of all its steps together (:func:`~.stats.group_rows`)
+pipeline. A read reduces the samples of all its steps together (:func:`~.rows.group_rows`)
 and reads every device norm in one transfer.
 """
 
@@ -19,8 +19,8 @@ from ..records import ACTIVATION_FIELDS, ACTIVATION_STATS, GRAD_FIELDS
 from .anomaly import AnomalyEvent, AnomalyPolicy
 from .gradients import SealedGrads, grad_rows
 from .outputs import StepSamples
+from .rows import group_rows
 from .samples import SampleBuffer
-from .stats import group_rows
 
 # Sealed steps are read in batches once the oldest is this many steps old: a read costs a
 # fixed number of numpy calls, run with caches cold from the training step, so reading

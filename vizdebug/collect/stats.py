@@ -9,11 +9,13 @@ group of outputs of the same shape, dtype, device and unit axis: they are stacke
 reduced together (the max and min over the batch, a strided subsample), so the number of
 tensor calls grows with the number of distinct shapes, not with the number of modules; a
 deep stack of equal blocks is a few groups. What it keeps (:class:`GroupSample`) is small
-(at most ``SUBSAMPLE`` values and one maximum per unit, per output). :func:`group_rows`
-turns samples into rows in numpy, many steps' samples in one call, when they are read.
+(at most ``SUBSAMPLE`` values and one maximum per unit, per output).
+:func:`~.rows.group_rows` turns samples into rows in numpy, many steps' samples in one
+call, when they are read.
 
 Float32/float64 CPU outputs are sampled in numpy: for a small output, numpy's per-call
-cost is a fraction of torch's dispatch. Everything else (devices, half precision, integer
+cost is a fraction of torch's dispatch; an output stored in another axis order (a
+transposed or channels-last view) is reduced in the order of its memory. Everything else (devices, half precision, integer
 outputs) is sampled in torch on its own device, without a sync; the result is read later.
 """
 
@@ -26,13 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..analysis.activations import (
-    DEAD_EPS,
     SUBSAMPLE,
-    UNIT_HIGH,
-    UNIT_LOW,
-    UNIT_RANGE,
-    saturated,
-    saturation_limit,
     subsample_step,
     unit_axis,
 )
@@ -90,6 +86,7 @@ def sample_outputs(outputs: list[torch.Tensor], axis: int | None) -> GroupSample
     Examples
     --------
     >>> import torch
+    >>> from vizdebug.collect.rows import group_rows
     >>> s = sample_outputs([torch.zeros(4, 3), torch.ones(4, 3)], 1)
     >>> group_rows([s], ["ReLU", "ReLU"])[:, 3].tolist()  # dead
     [1.0, 0.0]
@@ -107,6 +104,7 @@ def sample_with_relus(outputs: list[torch.Tensor], axis: int, relus: int,
     same values the ReLU outputs' own reductions give, without a pass over them.
 
     >>> import torch
+    >>> from vizdebug.collect.rows import group_rows
     >>> x = torch.randn(8, 3)
     >>> _, relu = sample_with_relus([x], 1, 1, 1)
     >>> bool((group_rows([relu], ["ReLU"]) == group_rows([sample_outputs([x.relu()], 1)],
@@ -265,130 +263,6 @@ def _to_units(per_unit: Any, axis: int) -> Any:
     if isinstance(per_unit, np.ndarray):
         return per_unit.max(axis=others)
     return per_unit.amax(dim=others)
-
-
-def sample_rows(sample: GroupSample) -> GroupSample:
-    """The sample as numpy arrays (a device sample is copied to the host: a sync)."""
-    if isinstance(sample.values, np.ndarray):
-        return sample
-    return GroupSample(sample.values.cpu().numpy(), sample.unit_max.cpu().numpy(),
-                       sample.numel, sample.has_units)
-
-
-def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
-    """:data:`~vizdebug.records.ACTIVATION_STATS` rows, ``(outputs, 8)``, for samples
-    whose outputs (all of them, in order) belong to modules of these classes.
-
-    Samples whose arrays have the same widths and dtype are reduced together, in blocks of
-    rows copied into one buffer that stays in the cache: a few numpy calls per block for
-    every step of a read with ``every=1``, not one set per step or per module, and no
-    fresh megabytes (a read of 16 steps of a deep model holds thousands of subsamples).
-    """
-    samples = [sample_rows(s) for s in samples]
-    out = np.empty((len(classes), 8))
-    starts = np.cumsum([0] + [len(s.values) for s in samples])
-    by_width: dict[tuple, list[int]] = {}
-    for j, s in enumerate(samples):
-        key = (s.values.shape[1], s.unit_max.shape[1], s.values.dtype)
-        by_width.setdefault(key, []).append(j)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for (width, _, dtype), members in by_width.items():
-            block = max(1, _BLOCK_BYTES // max(width * dtype.itemsize, 1))
-            buf = np.empty((min(block, sum(len(samples[j].values) for j in members)), width),
-                           dtype)
-            for pieces in _blocks([(j, samples[j]) for j in members], block):
-                rows = np.concatenate([np.arange(starts[j] + lo, starts[j] + hi)
-                                       for j, _, lo, hi in pieces])
-                v = buf[:len(rows)]
-                np.concatenate([s.values[lo:hi] for _, s, lo, hi in pieces], out=v)
-                out[rows] = _rows(v, [(s, lo, hi) for _, s, lo, hi in pieces],
-                                  [classes[i] for i in rows])
-    return out
-
-
-_BLOCK_BYTES = 1 << 22
-
-
-def _blocks(members: list[tuple[int, GroupSample]], block: int) -> list[list[tuple]]:
-    """The rows of these samples cut into blocks of at most ``block`` rows: lists of
-    ``(index, sample, first row, end row)``."""
-    blocks: list[list[tuple]] = [[]]
-    room = block
-    for j, s in members:
-        lo = 0
-        while lo < len(s.values):
-            if not room:
-                blocks.append([])
-                room = block
-            hi = min(len(s.values), lo + room)
-            blocks[-1].append((j, s, lo, hi))
-            room -= hi - lo
-            lo = hi
-    return [b for b in blocks if b]
-
-
-def _rows(v: np.ndarray, pieces: list[tuple[GroupSample, int, int]],
-          classes: list[str]) -> np.ndarray:
-    """Rows of subsamples ``v`` (a buffer of this call's: centred in place below) taken
-    from these pieces of samples, in one vectorised pass in the values' own dtype (float32
-    sums over a subsample of at most 1024 values stay accurate to ~1e-7)."""
-    cat = np.concatenate
-    units = cat([s.unit_max[lo:hi] for s, lo, hi in pieces])
-    numel = cat([np.full(hi - lo, float(s.numel)) for s, lo, hi in pieces])
-    has_units = cat([np.full(hi - lo, s.has_units) for s, lo, hi in pieces])
-    width, n = v.shape[1], max(v.shape[1], 1)
-    # row sums by einsum (no BLAS: no thread pool), shares as bit counts: few passes
-    mean = np.einsum("ij->i", v) / width if width else np.full(len(v), np.nan)
-    zero = _count(v == 0) / n
-    limit = np.array([_LIMITS.get(c) or _limit(c) for c in classes], dtype=v.dtype)
-    absmax = units.max(1).astype(np.float64) + 0.0  # never -0.0
-    # No value of a row is beyond its output's max |a|: only rows whose max is beyond the
-    # limit (or NaN) can hold saturated values, and only they are compared.
-    sat, over = np.zeros(len(v)), np.flatnonzero(~(absmax <= limit))
-    if over.size:
-        part, bound = v[over], limit[over, None]
-        sat[over] = (_count(part > bound) + _count(part < -bound)) / n
-    for j in [j for j, c in enumerate(classes) if c in UNIT_RANGE]:
-        sat[j] = np.count_nonzero((v[j] < UNIT_LOW) | (v[j] > UNIT_HIGH)) / n
-    special = {j: _value_stats(v[j], classes[j]) for j in np.flatnonzero(~np.isfinite(mean))}
-    np.subtract(v, mean[:, None].astype(v.dtype), out=v)
-    std = (np.sqrt(np.einsum("ij,ij->i", v, v) / max(width - 1, 1)) if width > 1
-           else 0.0 * mean)
-    dead = np.where(has_units, (units <= DEAD_EPS).mean(1), 0.0)
-    rows = np.stack([mean, std, zero, dead, sat, ~np.isfinite(absmax), absmax, numel], 1)
-    for j, stats in special.items():  # rare: NaN/inf in the subsample
-        rows[j, [0, 1, 2, 4]] = stats
-    return rows
-
-
-_LIMITS: dict[str, float] = {}
-
-
-def _limit(module_class: str) -> float:
-    """:func:`saturation_limit`, remembered per class (looked up once per row)."""
-    _LIMITS[module_class] = limit = saturation_limit(module_class)
-    return limit
-
-
-def _count(mask: np.ndarray) -> np.ndarray:
-    """``True`` per row of a 2-d mask, eight bytes at a time where the rows allow it: the
-    mask's bytes (0 or 1) summed as uint64 words, each byte of a row's sum counting one
-    of eight interleaved columns (at most 255 each: no carry), then those eight bytes
-    added (several times faster than ``count_nonzero(axis=1)``)."""
-    if mask.shape[1] % 8 or mask.shape[1] > 8 * 255 or not mask.flags.c_contiguous:
-        return np.count_nonzero(mask, axis=1)
-    lanes = np.einsum("ij->i", mask.view(np.uint64))
-    return lanes.view(np.uint8).reshape(-1, 8).sum(1, dtype=np.int64)
-
-
-def _value_stats(v: np.ndarray, module_class: str) -> list[float]:
-    """Mean, std, zero and saturated shares of one subsample holding NaN or inf (NaNs
-    left out, as the definition says)."""
-    v = v[~np.isnan(v)].astype(np.float64)
-    if not v.size:
-        return [np.nan, 0.0, 0.0, 0.0]
-    std = v.std(ddof=1) if v.size > 1 else 0.0
-    return [v.mean(), std, np.mean(v == 0), np.mean(saturated(v, module_class))]
 
 
 def describe_tensor(t: Any) -> str:
