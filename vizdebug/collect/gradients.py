@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,13 +54,14 @@ class GradientCollector:
     >>> import torch
     >>> model = torch.nn.Linear(3, 2)
     >>> grads = GradientCollector(list(model.parameters()))
-    >>> grads.begin()
-    >>> model(torch.ones(4, 3)).sum().backward()
     >>> for i, p in enumerate(model.parameters()):
-    ...     _ = grads.grad_ready(i, p)
+    ...     _ = p.register_post_accumulate_grad_hook(grads.make_hook(i, print, print))
+    >>> grads.begin()
+    >>> model(torch.ones(4, 3)).sum().backward()  # doctest: +ELLIPSIS
+    1 <...StepGrads object at ...>
     >>> grads.end_of_backward(grads.current)
-    >>> idx, _, norms_ = grads.seal(); idx.tolist(), norms_.shape
-    ([0, 1], (3, 2))
+    >>> idx, _, norms_ = grads.seal(); idx.tolist(), norms_.shape  # (in backward's order)
+    ([1, 0], (3, 2))
     """
 
     def __init__(self, params: list[torch.Tensor]) -> None:
@@ -75,18 +77,26 @@ class GradientCollector:
         self.current = None
         self._views.clear()
 
-    def grad_ready(self, idx: int, param: torch.Tensor) -> StepGrads | None:
-        """A parameter's gradient was accumulated: kept until the end of backward. Returns
-        the step's gradients when this is the first of its backward pass (the caller
-        queues :meth:`end_of_backward` for them: :func:`~.fused.at_end_of_backward`)."""
-        current = self.current
-        if current is None or param.grad is None:
-            return None
-        current.ready.append((idx, param))
-        if current.queued:
-            return None
-        current.queued = True
-        return current
+    def make_hook(self, idx: int, first: Callable[[int, StepGrads], None],
+                  on_error: Callable[[BaseException], None]) -> Callable[[Any], None]:
+        """The post-accumulate-grad hook of parameter ``idx``: during a sampled step it
+        keeps the parameter until the end of backward, and at the first gradient of each
+        backward pass calls ``first(idx, step_grads)`` (where the caller queues
+        :meth:`end_of_backward` for them: :func:`~.fused.at_end_of_backward`). It runs
+        for every parameter of every sampled step, so it does no more than that; an
+        exception goes to ``on_error``."""
+        def grad_hook(param: torch.Tensor) -> None:
+            current = self.current  # (None between sampled steps)
+            if current is None:
+                return
+            try:
+                current.ready.append((idx, param))
+                if not current.queued:
+                    current.queued = True
+                    first(idx, current)
+            except Exception as exc:
+                on_error(exc)
+        return grad_hook
 
     def end_of_backward(self, pending: StepGrads) -> None:
         """Gradient norms, weight norms and a copy of the weights of what is ready."""
@@ -139,7 +149,7 @@ class GradientCollector:
         storage: optimizers update in place, and a replaced ``.data`` has a new address
         (the cached views keep the old storages alive, so their addresses cannot be reused
         while cached)."""
-        ptrs, key = [p.data_ptr() for p in params], tuple(idx)
+        ptrs, key = list(map(_DATA_PTR, params)), tuple(idx)
         hit = self._views.get(key)
         if hit is not None and hit.ptrs == ptrs:
             return hit
@@ -262,6 +272,14 @@ def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Ten
     grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
     weight = [torch.tensor(n) if isinstance(n, float) else n for n in pending.weight_norm]
     return grad + weight + norms(differences(now, before))
+
+
+def _DATA_PTR(t: torch.Tensor) -> int:  # replaced by the C method once torch is loaded
+    global _DATA_PTR
+    import torch
+
+    _DATA_PTR = torch.Tensor.data_ptr
+    return t.data_ptr()
 
 
 def _numpy_ready(t: torch.Tensor) -> bool:

@@ -289,12 +289,15 @@ class ModelHooks:
 
     def _make_pre_hook(self, idx: int) -> Callable:
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
-            for position, arg in enumerate(args):
+            for arg in args:
                 if arg is None:
-                    self._input_none(idx, position, sys._getframe(1))
+                    self._inputs_none(idx, args, sys._getframe(1))
+                    break
         return pre_hook
 
     def _make_forward_hook(self, idx: int) -> Callable:
+        from torch import Tensor
+
         immediate = self.policy.immediate
         skip = self.module_classes[idx] in _RESHAPES
         path = self.module_paths[idx]
@@ -303,16 +306,17 @@ class ModelHooks:
         def forward_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
             try:
                 if not immediate:  # (raise/pdb check in a pre-hook)
-                    for position, arg in enumerate(inputs):
+                    for arg in inputs:
                         if arg is None:
-                            self._input_none(idx, position, sys._getframe(0))
+                            self._inputs_none(idx, inputs, sys._getframe(0))
+                            break
                 if output is None:
                     self.crash.output_none(path)
                     return
                 if immediate:
                     self._check_finite(idx, inputs, output, sys._getframe(0))
                 if self.sampling and not self._eval and not skip:
-                    tensor = first_tensor(output)
+                    tensor = output if isinstance(output, Tensor) else first_tensor(output)
                     if tensor is not None:
                         keep(idx, tensor, module, inputs)  # reduced when forward ends
             except WatchAnomaly:
@@ -328,18 +332,16 @@ class ModelHooks:
         return container_hook
 
     def _make_grad_hook(self, idx: int) -> Callable:
-        def grad_hook(param: torch.Tensor) -> None:
-            if not self.sampling:
-                return
-            try:
-                first = self.gradients.grad_ready(idx, param)
-                if first is not None:  # read them all at the end of backward
-                    at_end_of_backward(functools.partial(self._backward_ended, first))
-                    self.optimizer_checks.first_gradient(idx, self.clock, self.step,
-                                                         eval_forward=self._eval)
-            except Exception as exc:
-                self.on_error(f"the gradient collector on {self.param_paths[idx]!r}", exc)
-        return grad_hook
+        path = self.param_paths[idx]
+        return self.gradients.make_hook(
+            idx, self._first_gradient,
+            lambda exc: self.on_error(f"the gradient collector on {path!r}", exc))
+
+    def _first_gradient(self, idx: int, grads: StepGrads) -> None:
+        """The first gradient of a sampled step's backward pass: the rest are read at its
+        end."""
+        at_end_of_backward(functools.partial(self._backward_ended, grads))
+        self.optimizer_checks.first_gradient(idx, self.clock, self.step, eval_forward=self._eval)
 
     def _backward_ended(self, grads: StepGrads) -> None:
         try:
@@ -350,8 +352,12 @@ class ModelHooks:
             self.on_error("the gradient collector", exc)
 
     # -- anomalies ----------------------------------------------------------------------
-    def _input_none(self, idx: int, position: int, frame: Any) -> None:
-        self.crash.input_none(self.module_paths[idx], self.module_classes[idx], position, frame)
+    def _inputs_none(self, idx: int, inputs: tuple, frame: Any) -> None:
+        """Each ``None`` among a module's positional inputs."""
+        for position, arg in enumerate(inputs):
+            if arg is None:
+                self.crash.input_none(self.module_paths[idx], self.module_classes[idx],
+                                      position, frame)
 
     def _check_finite(self, idx: int, inputs: tuple, output: Any, frame: Any) -> None:
         """Under raise/pdb: stop at the first non-finite output (a sync per module)."""
