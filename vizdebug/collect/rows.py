@@ -52,11 +52,10 @@ def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for (width, _, dtype), members in by_width.items():
             block = max(1, _BLOCK_BYTES // max(width * dtype.itemsize, 1))
-            buf = np.empty((min(block, sum(len(samples[j].values) for j in members)), width),
-                           dtype)
-            for pieces in _blocks([(j, samples[j]) for j in members], block):
-                rows = np.concatenate([np.arange(starts[j] + lo, starts[j] + hi)
-                                       for j, _, lo, hi in pieces])
+            total = int(sum(starts[j + 1] - starts[j] for j in members))
+            buf = np.empty((min(block, total), width), dtype)
+            for pieces in _blocks([(j, samples[j]) for j in members], block, total):
+                rows = _row_numbers([(starts[j] + lo, hi - lo) for j, _, lo, hi in pieces])
                 v = buf[:len(rows)]
                 np.concatenate([s.values[lo:hi] for _, s, lo, hi in pieces], out=v)
                 out[rows] = _rows(v, [(s, lo, hi) for _, s, lo, hi in pieces],
@@ -67,9 +66,22 @@ def group_rows(samples: list[GroupSample], classes: list[str]) -> np.ndarray:
 _BLOCK_BYTES = 1 << 22
 
 
-def _blocks(members: list[tuple[int, GroupSample]], block: int) -> list[list[tuple]]:
-    """The rows of these samples cut into blocks of at most ``block`` rows: lists of
-    ``(index, sample, first row, end row)``."""
+def _row_numbers(runs: list[tuple[int, int]]) -> np.ndarray:
+    """The row numbers of runs of ``(first, count)`` rows, in order (one numpy call for
+    the single-row samples of a large model's outputs, not one per sample)."""
+    first, count = np.array(runs, dtype=np.int64).reshape(-1, 2).T
+    if (count == 1).all():
+        return first
+    within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    return np.repeat(first, count) + within
+
+
+def _blocks(members: list[tuple[int, GroupSample]], block: int,
+            total: int) -> list[list[tuple]]:
+    """The ``total`` rows of these samples cut into blocks of at most ``block`` rows:
+    lists of ``(index, sample, first row, end row)``."""
+    if total <= block:
+        return [[(j, s, 0, len(s.values)) for j, s in members]]
     blocks: list[list[tuple]] = [[]]
     room = block
     for j, s in members:
@@ -92,8 +104,9 @@ def _rows(v: np.ndarray, pieces: list[tuple[GroupSample, int, int]],
     sums over a subsample of at most 1024 values stay accurate to ~1e-7)."""
     cat = np.concatenate
     units = cat([s.unit_max[lo:hi] for s, lo, hi in pieces])
-    numel = cat([np.full(hi - lo, float(s.numel)) for s, lo, hi in pieces])
-    has_units = cat([np.full(hi - lo, s.has_units) for s, lo, hi in pieces])
+    counts = [hi - lo for _, lo, hi in pieces]
+    numel = np.repeat(np.array([s.numel for s, _, _ in pieces], dtype=np.float64), counts)
+    has_units = np.repeat(np.array([s.has_units for s, _, _ in pieces], dtype=bool), counts)
     width, n = v.shape[1], max(v.shape[1], 1)
     # row sums by einsum (no BLAS: no thread pool), shares as bit counts: few passes
     mean = np.einsum("ij->i", v) / width if width else np.full(len(v), np.nan)
