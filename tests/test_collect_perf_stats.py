@@ -90,6 +90,21 @@ def test_numpy_path_takes_only_what_numpy_reads_without_a_copy():
     assert isinstance(sample([torch.randn(3, 4).half()], "Linear", "numpy").values, torch.Tensor)
 
 
+def test_a_transposed_or_channels_last_output_is_reduced_where_it_lies(monkeypatch):
+    """Not copied into C order first: reduced along its memory (the fast path exists for
+    MultiheadAttention's batch-first output and channels-last convolutions)."""
+    reduced = []
+    real = stats._unit_reduce
+    monkeypatch.setattr(stats, "_unit_reduce", lambda *a: reduced.append(a[1]) or real(*a))
+    attention = torch.randn(32, 8, 16).transpose(0, 1)  # (batch, tokens, features)
+    conv = torch.randn(4, 3, 5, 5).to(memory_format=torch.channels_last)
+    for x, cls in ((attention, "Dropout"), (conv, "Conv2d")):
+        reduced.clear()
+        got = group_rows([sample_outputs([x], output_key(x, cls)[3])], [cls])[0]
+        assert len(reduced) == 2  # the max and the min, on the array as it lies
+        np.testing.assert_allclose(got, direct_row(x, cls), rtol=1e-5, atol=1e-6)
+
+
 def test_permuted_sliced_and_broadcast_layouts_match_the_reference_and_the_torch_path():
     """MultiheadAttention's batch-first output is a transposed view and a channels-last
     convolution's output is permuted: numpy reduces them in the order of their memory;

@@ -161,7 +161,7 @@ def _sample_permuted(array: np.ndarray, axis: int | None,
     of its memory, where a pass over it is sequential. The maxima over every axis but the
     units' do not depend on the order they are taken in; the subsample is taken at the
     same logical positions as for a contiguous output."""
-    order = _dense_permutation(array.strides, array.shape)
+    order = _dense_permutation(tuple(s // array.itemsize for s in array.strides), array.shape)
     if order is None or array.ndim < 2:  # a slice, a broadcast view: copied first
         return _sample_numpy(np.ascontiguousarray(array), axis, relus)
     n = array.size
