@@ -59,6 +59,12 @@ class CrashNamer:
         )
         self.policy.handle(event, frame=frame)
 
+    def inputs_none(self, path: str, cls: str, inputs: tuple, frame: Any = None) -> None:
+        """:meth:`input_none` for each ``None`` among a module's positional inputs."""
+        for position, arg in enumerate(inputs):
+            if arg is None:
+                self.input_none(path, cls, position, frame)
+
     def crashed(self, exc: BaseException) -> None:
         """Forward raised ``exc``: name the innermost module call if it got a ``None``."""
         if isinstance(exc, WatchAnomaly):

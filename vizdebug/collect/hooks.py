@@ -288,10 +288,12 @@ class ModelHooks:
         self._loss_seen.stop()
 
     def _make_pre_hook(self, idx: int) -> Callable:
+        path, cls = self.module_paths[idx], self.module_classes[idx]
+
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
             for arg in args:
                 if arg is None:
-                    self._inputs_none(idx, args, sys._getframe(1))
+                    self.crash.inputs_none(path, cls, args, sys._getframe(1))
                     break
         return pre_hook
 
@@ -299,8 +301,8 @@ class ModelHooks:
         from torch import Tensor
 
         immediate = self.policy.immediate
-        skip = self.module_classes[idx] in _RESHAPES
-        path = self.module_paths[idx]
+        path, cls = self.module_paths[idx], self.module_classes[idx]
+        skip = cls in _RESHAPES
         keep = self.outputs.output
 
         def forward_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
@@ -308,7 +310,7 @@ class ModelHooks:
                 if not immediate:  # (raise/pdb check in a pre-hook)
                     for arg in inputs:
                         if arg is None:
-                            self._inputs_none(idx, inputs, sys._getframe(0))
+                            self.crash.inputs_none(path, cls, inputs, sys._getframe(0))
                             break
                 if output is None:
                     self.crash.output_none(path)
@@ -338,8 +340,7 @@ class ModelHooks:
             lambda exc: self.on_error(f"the gradient collector on {path!r}", exc))
 
     def _first_gradient(self, idx: int, grads: StepGrads) -> None:
-        """The first gradient of a sampled step's backward pass: the rest are read at its
-        end."""
+        """The first gradient of a sampled step's backward pass: read them all at its end."""
         at_end_of_backward(functools.partial(self._backward_ended, grads))
         self.optimizer_checks.first_gradient(idx, self.clock, self.step, eval_forward=self._eval)
 
@@ -352,13 +353,6 @@ class ModelHooks:
             self.on_error("the gradient collector", exc)
 
     # -- anomalies ----------------------------------------------------------------------
-    def _inputs_none(self, idx: int, inputs: tuple, frame: Any) -> None:
-        """Each ``None`` among a module's positional inputs."""
-        for position, arg in enumerate(inputs):
-            if arg is None:
-                self.crash.input_none(self.module_paths[idx], self.module_classes[idx],
-                                      position, frame)
-
     def _check_finite(self, idx: int, inputs: tuple, output: Any, frame: Any) -> None:
         """Under raise/pdb: stop at the first non-finite output (a sync per module)."""
         if "nonfinite-activation" not in self.policy.kinds:
