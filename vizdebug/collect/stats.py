@@ -161,22 +161,43 @@ def _sample_permuted(array: np.ndarray, axis: int | None,
     of its memory, where a pass over it is sequential. The maxima over every axis but the
     units' do not depend on the order they are taken in; the subsample is taken at the
     same logical positions as for a contiguous output."""
-    order = _dense_permutation(tuple(s // array.itemsize for s in array.strides), array.shape)
-    if order is None or array.ndim < 2:  # a slice, a broadcast view: copied first
+    layout = _layout(array.shape, array.strides, array.itemsize)
+    if layout is None or array.ndim < 2:  # a slice, a broadcast view: copied first
         return _sample_numpy(np.ascontiguousarray(array), axis, relus)
-    n = array.size
-    values = array[_subsample_index(array.shape, subsample_step(n))]  # (a copy)
+    order, offsets = layout
+    n, memory = array.size, array.transpose(order)
     if axis is None:
-        unit_max = np.abs(array.transpose(order)).max().reshape(1, 1)
-        return GroupSample(values[None], unit_max, n, False), None
-    memory, unit = array.transpose(order), order.index(axis)
-    hi, lo = _unit_reduce(memory, unit, np.maximum), _unit_reduce(memory, unit, np.minimum)
-    per_unit = np.maximum(np.abs(hi), np.abs(lo))[None]
+        unit_max = np.abs(memory).max().reshape(1, 1)
+        return GroupSample(memory.reshape(1, -1)[:, offsets], unit_max, n, False), None
+    unit = order.index(axis)
+    hi = _unit_reduce(memory, unit, np.maximum)
+    # (after a first full pass has brought the output into the cache, as for the others)
+    values = memory.reshape(1, -1)[:, offsets]  # a copy
+    per_unit = np.maximum(np.abs(hi), np.abs(_unit_reduce(memory, unit, np.minimum)))[None]
     # A following ReLU may have other units (a Conv1d's channels, the ReLU's features):
     # its maxima come from the batch maxima in the output's own shape, as for the others.
     relu_max = None if relus is None else np.maximum(
         np.maximum.reduce(array, axis=0), 0)[None]
-    return GroupSample(values[None], per_unit, n, True), relu_max
+    return GroupSample(values, per_unit, n, True), relu_max
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(shape: tuple[int, ...], strides: tuple[int, ...],
+            itemsize: int) -> tuple[list[int], np.ndarray] | None:
+    """For an array of this shape and these byte strides that is a permutation of a
+    contiguous block: the axis order of its memory (outermost first), and where the
+    subsample's values (every ``step``-th in C order) lie in that memory. ``None`` for
+    anything else (a slice, a broadcast view, an empty array). Layouts repeat from step to
+    step, so this is computed once per layout."""
+    elements = tuple(s // itemsize for s in strides)
+    order = _dense_permutation(elements, shape)
+    if order is None:
+        return None
+    n = math.prod(shape)
+    index = np.unravel_index(np.arange(0, min(n, subsample_step(n) * SUBSAMPLE),
+                                       subsample_step(n)), shape)
+    offsets = sum(i * e for i, e in zip(index, elements))
+    return order, np.asarray(offsets, dtype=np.intp)
 
 
 def _unit_reduce(memory: np.ndarray, unit: int, ufunc: np.ufunc) -> np.ndarray:
@@ -190,13 +211,6 @@ def _unit_reduce(memory: np.ndarray, unit: int, ufunc: np.ufunc) -> np.ndarray:
     if before > 1:
         rest = ufunc.reduce(rest, axis=0)[None]
     return ufunc.reduce(rest[0], axis=1) if rest.shape[2] > 1 else rest[0, :, 0]
-
-
-@functools.lru_cache(maxsize=64)
-def _subsample_index(shape: tuple[int, ...], step: int) -> tuple[np.ndarray, ...]:
-    """The multi-index of every ``step``-th value in C order, at most ``SUBSAMPLE``."""
-    n = math.prod(shape)
-    return np.unravel_index(np.arange(0, min(n, step * SUBSAMPLE), step), shape)
 
 
 def _sample_torch(tensors: list[torch.Tensor], axis: int | None,
