@@ -43,6 +43,31 @@ def cnn_digits_steplr() -> vd.Findings:
     return fit(model, train_loader, nn.CrossEntropyLoss(), opt, 5, val, acc, sched, checks)
 
 
+def cnn_channels_last() -> vd.Findings:
+    """The channels-last recipe of PyTorch's memory-format tutorial: the model and each
+    batch converted with ``memory_format=torch.channels_last`` (the tensors stay N, C, H,
+    W; only their memory is ordered N, H, W, C, and so are the convolutions' outputs)."""
+    torch.manual_seed(0)
+    xtr, xte, ytr, yte = digits_std()
+    train_loader = loader(xtr, ytr, 64)
+    model = _CNN().to(memory_format=torch.channels_last)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    val = (torch.as_tensor(xte).contiguous(memory_format=torch.channels_last),
+           torch.as_tensor(yte))
+    session = vd.watch(model, loader=train_loader)
+    for _ in range(6):
+        model.train()
+        for xb, yb in train_loader:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xb.contiguous(memory_format=torch.channels_last)), yb)
+            loss.backward()
+            opt.step()
+            session.log(loss=loss)
+        v_loss, v_acc = evaluate(model, *val, F.cross_entropy, acc)
+        session.log(val_loss=v_loss, val_acc=v_acc)
+    return finish(session)
+
+
 def mlp_breast_cancer_binary() -> vd.Findings:
     """Binary classification on a standardised table with one logit and BCEWithLogitsLoss;
     the practitioner scans the dataset first."""
@@ -331,6 +356,8 @@ def embedding_bag_text() -> vd.Findings:
 CONTROLS = [
     Control("cnn-digits-steplr", cnn_digits_steplr,
             "CNN with batch norm and dropout, mini-batch, Adam, StepLR per epoch"),
+    Control("cnn-channels-last", cnn_channels_last,
+            "the same CNN in channels-last memory (model and batches), Adam"),
     Control("mlp-breast-cancer-binary", mlp_breast_cancer_binary,
             "MLP on a table, binary, BCEWithLogitsLoss, check_dataset first"),
     Control("regression-full-batch-loader", regression_full_batch_loader,
