@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, default_collate
 
 import vizdebug as vd
 
@@ -43,29 +43,26 @@ def cnn_digits_steplr() -> vd.Findings:
     return fit(model, train_loader, nn.CrossEntropyLoss(), opt, 5, val, acc, sched, checks)
 
 
+def _channels_last(batch: list) -> list[torch.Tensor]:
+    """The loader's batches in channels-last memory (the tutorial converts each batch)."""
+    xb, yb = default_collate(batch)
+    return [xb.contiguous(memory_format=torch.channels_last), yb]
+
+
 def cnn_channels_last() -> vd.Findings:
     """The channels-last recipe of PyTorch's memory-format tutorial: the model and each
     batch converted with ``memory_format=torch.channels_last`` (the tensors stay N, C, H,
     W; only their memory is ordered N, H, W, C, and so are the convolutions' outputs)."""
     torch.manual_seed(0)
     xtr, xte, ytr, yte = digits_std()
-    train_loader = loader(xtr, ytr, 64)
+    train_loader = DataLoader(loader(xtr, ytr).dataset, batch_size=64, shuffle=True,
+                              generator=torch.Generator().manual_seed(0),
+                              collate_fn=_channels_last)
     model = _CNN().to(memory_format=torch.channels_last)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     val = (torch.as_tensor(xte).contiguous(memory_format=torch.channels_last),
            torch.as_tensor(yte))
-    session = vd.watch(model, loader=train_loader)
-    for _ in range(6):
-        model.train()
-        for xb, yb in train_loader:
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb.contiguous(memory_format=torch.channels_last)), yb)
-            loss.backward()
-            opt.step()
-            session.log(loss=loss)
-        v_loss, v_acc = evaluate(model, *val, F.cross_entropy, acc)
-        session.log(val_loss=v_loss, val_acc=v_acc)
-    return finish(session)
+    return fit(model, train_loader, nn.CrossEntropyLoss(), opt, 6, val, acc)
 
 
 def mlp_breast_cancer_binary() -> vd.Findings:
