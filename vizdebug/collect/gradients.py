@@ -149,7 +149,7 @@ class GradientCollector:
         storage: optimizers update in place, and a replaced ``.data`` has a new address
         (the cached views keep the old storages alive, so their addresses cannot be reused
         while cached)."""
-        ptrs, key = list(map(_DATA_PTR, params)), tuple(idx)
+        ptrs, key = [p.data_ptr() for p in params], tuple(idx)
         hit = self._views.get(key)
         if hit is not None and hit.ptrs == ptrs:
             return hit
@@ -272,14 +272,6 @@ def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Ten
     grad = [torch.tensor(n) if isinstance(n, float) else n for n in pending.grad_norm]
     weight = [torch.tensor(n) if isinstance(n, float) else n for n in pending.weight_norm]
     return grad + weight + norms(differences(now, before))
-
-
-def _DATA_PTR(t: torch.Tensor) -> int:  # replaced by the C method once torch is loaded
-    global _DATA_PTR
-    import torch
-
-    _DATA_PTR = torch.Tensor.data_ptr
-    return t.data_ptr()
 
 
 def _numpy_ready(t: torch.Tensor) -> bool:

@@ -15,8 +15,9 @@ call, when they are read.
 
 Float32/float64 CPU outputs are sampled in numpy: for a small output, numpy's per-call
 cost is a fraction of torch's dispatch; an output stored in another axis order (a
-transposed or channels-last view) is reduced in the order of its memory. Everything else (devices, half precision, integer
-outputs) is sampled in torch on its own device, without a sync; the result is read later.
+transposed or channels-last view) is reduced in the order of its memory. Everything else
+(devices, half precision, integer outputs) is sampled in torch on its own device, without
+a sync; the result is read later.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class GroupSample(NamedTuple):
 
 
 _NUMPY_DTYPES: tuple = ()
+_STRIDED: Any = None  # torch.strided, once torch is loaded
 GROUP_MAX = 1 << 15
 _CHUNK_BYTES = 1 << 19  # a group is stacked and reduced this much at a time (in cache)
 
@@ -57,12 +59,12 @@ _CHUNK_BYTES = 1 << 19  # a group is stacked and reduced this much at a time (in
 def numpy_ready(tensor: torch.Tensor) -> bool:
     """A float32/float64 CPU tensor: readable as a numpy array without a copy (in any
     layout: :func:`_sample_numpy` reduces a permuted one in the order of its memory)."""
-    global _NUMPY_DTYPES
+    global _NUMPY_DTYPES, _STRIDED
     if not _NUMPY_DTYPES:
         import torch
 
-        _NUMPY_DTYPES = (torch.float32, torch.float64, torch.strided)
-    return tensor.dtype in _NUMPY_DTYPES and tensor.is_cpu and tensor.layout is _NUMPY_DTYPES[2]
+        _NUMPY_DTYPES, _STRIDED = (torch.float32, torch.float64), torch.strided
+    return tensor.dtype in _NUMPY_DTYPES and tensor.is_cpu and tensor.layout is _STRIDED
 
 
 def _dense_permutation(strides: tuple[int, ...], shape: tuple[int, ...]) -> list[int] | None:
@@ -162,7 +164,7 @@ def _sample_permuted(array: np.ndarray, axis: int | None,
     units' do not depend on the order they are taken in; the subsample is taken at the
     same logical positions as for a contiguous output."""
     layout = _layout(array.shape, array.strides, array.itemsize)
-    if layout is None or array.ndim < 2:  # a slice, a broadcast view: copied first
+    if layout is None:  # a slice, a broadcast view: copied first
         return _sample_numpy(np.ascontiguousarray(array), axis, relus)
     order, offsets = layout
     n, memory = array.size, array.transpose(order)
