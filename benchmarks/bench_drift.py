@@ -98,7 +98,7 @@ def run_stream(ref_path: Path, cur_path: Path) -> tuple[float, dict]:
 def run_scipy(ref: pd.DataFrame, cur: pd.DataFrame, with_wasserstein: bool = True) -> tuple[float, dict]:
     from scipy import stats
 
-    from vizdebug.analysis.drift import adjust_pvalues
+    from vizdebug.analysis.drift.stats import adjust_pvalues
 
     stats.ks_2samp(ref.iloc[:100, 0], cur.iloc[:100, 0])
     stats.wasserstein_distance(ref.iloc[:100, 0], cur.iloc[:100, 0])

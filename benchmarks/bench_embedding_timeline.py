@@ -37,7 +37,7 @@ def drifting(n: int, d: int = 64, frames: int = 4, seed: int = 0):
 
 
 def _moves(layouts: list[np.ndarray]) -> float:
-    from vizdebug.analysis.embedding_align import normalised
+    from vizdebug.analysis.embeddings.align import normalised
 
     shown = [normalised(v) for v in layouts]
     return float(np.mean([np.sqrt(((a - b) ** 2).sum(axis=1)).mean()
@@ -45,7 +45,7 @@ def _moves(layouts: list[np.ndarray]) -> float:
 
 
 def alignment(n: int) -> dict[str, str]:
-    from vizdebug.analysis.embedding_align import (
+    from vizdebug.analysis.embeddings.align import (
         aligned_previews,
         follow_layout,
         layout_trust,

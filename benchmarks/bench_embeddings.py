@@ -55,7 +55,7 @@ def cold_first_picture(cache: str) -> tuple[float, float]:
 
 
 def preview_seconds(n: int, d: int, repeats: int = 3) -> float:
-    from vizdebug.analysis.embeddings import as_features, pca_layout, unit_box
+    from vizdebug.analysis.embeddings.project import as_features, pca_layout, unit_box
 
     x, _ = clustered(n, d)
     times = []
@@ -100,7 +100,7 @@ def refined_seconds(method: str, n: int, repeats: int = 1) -> tuple[float, float
 def figures_seconds(n: int) -> float:
     """What the refined view adds to the library's fit: neighbours, findings and the
     quality figures of one layout."""
-    from vizdebug.analysis.embeddings_findings import (
+    from vizdebug.analysis.embeddings.findings import (
         feature_geometry,
         geometry_findings,
         layout_quality,

@@ -81,7 +81,7 @@ def paired(n_train: int, rounds: int, epochs: int) -> tuple[float, float]:
 
 def probe_pass(repeats: int) -> tuple[float, float]:
     """One tracker pass vs the bare forward over the same probe, medians."""
-    from vizdebug.collect.embeddings import probe_features
+    from vizdebug.collect.taps.embeddings import probe_features
 
     _, probe = data(0)
     torch.manual_seed(0)

@@ -12,12 +12,12 @@ import torch
 from torch import nn
 
 import vizdebug as vd
-from vizdebug.analysis.activations import activation_stats as reference_stats
-from vizdebug.collect import outputs as outputs_module
-from vizdebug.collect.anomaly import AnomalyWarning, WatchAnomaly
-from vizdebug.collect.fused import norms
-from vizdebug.collect.rows import group_rows
-from vizdebug.collect.stats import _sample_torch, output_key, sample_outputs
+from vizdebug.analysis.training.activations import activation_stats as reference_stats
+from vizdebug.collect.checks.anomaly import AnomalyWarning, WatchAnomaly
+from vizdebug.collect.hooks import outputs as outputs_module
+from vizdebug.collect.hooks.fused import norms
+from vizdebug.collect.hooks.rows import group_rows
+from vizdebug.collect.hooks.stats import _sample_torch, output_key, sample_outputs
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 from vizdebug.records import ACTIVATION_STATS
 
@@ -529,7 +529,8 @@ def test_the_torch_internals_the_hooks_rely_on():
     output changed in place), the end-of-backward callback queue and the fused norms."""
     import inspect
 
-    from vizdebug.collect import crash, fused
+    from vizdebug.collect.checks import crash
+    from vizdebug.collect.hooks import fused
 
     assert nn.Module._call_impl.__name__ == crash._MODULE_CALL
     assert list(inspect.signature(nn.Module._call_impl).parameters)[:2] == ["self", "args"]

@@ -10,7 +10,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 import vizdebug as vd
-from vizdebug.collect.loader import LoaderTap
+from vizdebug.collect.taps.loader import LoaderTap
 from vizdebug.errors import VizdebugTypeError
 
 
@@ -112,7 +112,7 @@ def test_broken_batch_description_never_reaches_the_loop():
 
 
 def test_tensor_batch_summary_matches_direct_computation():
-    from vizdebug.collect.loader import batch_summary
+    from vizdebug.collect.taps.loader import batch_summary
 
     torch.manual_seed(0)
     x = torch.randn(64, 1, 8, 8) * 3 + 1

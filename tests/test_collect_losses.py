@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from vizdebug.collect.losses import LossWatch, _stack_depth
+from vizdebug.collect.checks.losses import LossWatch, _stack_depth
 
 torch.manual_seed(0)
 X = torch.randn(32, 5)
@@ -101,7 +101,7 @@ def test_the_mode_leaves_the_stack_as_it_found_it_and_never_pops_another_mode():
 
 
 def test_a_check_that_fails_is_reported_not_raised(monkeypatch):
-    import vizdebug.collect.losses as losses
+    import vizdebug.collect.checks.losses as losses
 
     def broken(*args):
         raise RuntimeError("boom")
@@ -183,7 +183,7 @@ def test_a_softmax_applied_twice_after_forward_is_named():
 @pytest.mark.parametrize("name", ["ce-softmax", "ce-one-based", "nll-raw-scores", "mse-broadcast",
                                   "bce-targets-255", "ce-ignore-index"])
 def test_the_numpy_summary_matches_the_torch_one(name, monkeypatch):
-    import vizdebug.collect.loss_rules as rules
+    import vizdebug.collect.checks.loss_rules as rules
 
     captured = {}
     real = rules.summarize
@@ -205,7 +205,7 @@ def test_the_numpy_summary_matches_the_torch_one(name, monkeypatch):
 
 
 def test_checks_thin_out_after_the_first_sampled_steps():
-    from vizdebug.collect.losses import CHECK_EVERY, FULL_CHECKS
+    from vizdebug.collect.checks.losses import CHECK_EVERY, FULL_CHECKS
 
     watch = LossWatch(lambda e: None, lambda w, e: None)
     armed = []

@@ -8,16 +8,16 @@ import torch
 from torch import nn
 
 import vizdebug as vd
-from vizdebug.analysis.activations import activation_stats
-from vizdebug.collect import hooks as hooks_module
-from vizdebug.collect import rows, stats
-from vizdebug.collect.rows import group_rows
-from vizdebug.collect.stats import numpy_ready, output_key, sample_outputs
+from vizdebug.analysis.training.activations import activation_stats
+from vizdebug.collect.hooks import engine as hooks_module
+from vizdebug.collect.hooks import rows, stats
+from vizdebug.collect.hooks.rows import group_rows
+from vizdebug.collect.hooks.stats import numpy_ready, output_key, sample_outputs
 from vizdebug.records import ACTIVATION_STATS
 
 
 def direct_row(x: torch.Tensor, cls: str) -> np.ndarray:
-    """The reference row of ``x`` (the definition, in :mod:`vizdebug.analysis.activations`)."""
+    """The reference row of ``x`` (the definition, in :mod:`vizdebug.analysis.training.activations`)."""
     x = x.detach()
     return activation_stats((x.float() if x.dtype in (torch.half, torch.bfloat16) else x).numpy(),
                             cls)
@@ -236,7 +236,7 @@ def test_none_input_that_does_not_crash_is_named_without_a_pre_hook(mode):
     model = Net()
     session = vd.watch(model, every=1, on_anomaly=mode)
     assert not any(m._forward_pre_hooks for m in model.children())
-    with pytest.warns(vd.collect.anomaly.AnomalyWarning) if mode == "warn" else _nothing():
+    with pytest.warns(vd.collect.checks.anomaly.AnomalyWarning) if mode == "warn" else _nothing():
         model(torch.randn(2, 3))
     events = [e for e in session.policy.events if e.kind == "input-none"]
     assert [(e.module_path, e.detail["position"]) for e in events] == [("b", 1)]
@@ -304,7 +304,7 @@ def test_numpy_and_torch_gradient_paths_mix_in_one_step():
 
 
 def test_deferred_batch_summaries_are_exact_in_order_and_see_the_batch_as_yielded():
-    from vizdebug.collect.loader import DEFER_BATCHES, LoaderTap
+    from vizdebug.collect.taps.loader import DEFER_BATCHES, LoaderTap
     from vizdebug.records import BATCH_FIELDS
 
     gen = torch.Generator().manual_seed(0)
@@ -437,7 +437,7 @@ class ReluCases(nn.Module):
 
 
 def _relu_case_rows(derive: bool, monkeypatch) -> tuple[np.ndarray, int]:
-    from vizdebug.collect import outputs as outputs_module
+    from vizdebug.collect.hooks import outputs as outputs_module
 
     derived = [0]
     real = outputs_module.sample_with_relus
@@ -491,7 +491,7 @@ def test_derived_relu_rows_match_the_reference(monkeypatch):
 def test_relu_samples_derived_from_their_inputs_give_the_relus_own_rows():
     """On every path (numpy alone, stacked in chunks, torch: half, channels last, not
     contiguous, integers), with NaN, -inf and -0.0 in the inputs."""
-    from vizdebug.collect.outputs import _derivable
+    from vizdebug.collect.hooks.outputs import _derivable
 
     for x, cls in outputs():
         if not _derivable(x):
@@ -519,7 +519,7 @@ def test_a_global_forward_hook_turns_the_relu_shortcut_off_against_the_pinned_to
     ReLU's output, whose rows must describe what the ReLU's hook saw, not relu(input)."""
     from torch.nn.modules.module import register_module_forward_hook
 
-    from vizdebug.collect.outputs import _global_forward_hooks
+    from vizdebug.collect.hooks.outputs import _global_forward_hooks
 
     assert not _global_forward_hooks()
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vizdebug as vd
-from vizdebug.collect.sampling import MAX_GAP, StepSampler, check_every
+from vizdebug.collect.hooks.sampling import MAX_GAP, StepSampler, check_every
 from vizdebug.errors import VizdebugError
 
 

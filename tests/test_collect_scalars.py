@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from vizdebug.collect.scalars import ScalarLog
+from vizdebug.collect.taps.scalars import ScalarLog
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 from vizdebug.records import Series
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import vizdebug as vd
-from vizdebug.collect.system import SystemSampler, rss_mb
+from vizdebug.collect.taps.system import SystemSampler, rss_mb
 from vizdebug.errors import VizdebugError
 
 

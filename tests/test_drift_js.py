@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from vizdebug.analysis.drift import adjust_pvalues
+from vizdebug.analysis.drift.stats import adjust_pvalues
 from vizdebug.views.drift import _js_source, compare_distributions
 
 NODE = shutil.which("node")

@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 
-from vizdebug.analysis.drift import (
+from vizdebug.analysis.drift.stats import (
     adjust_pvalues,
     compare_columns,
     js_from_counts,

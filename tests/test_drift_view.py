@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from vizdebug import _env
-from vizdebug.analysis import streaming
+from vizdebug.analysis.drift import streaming
 from vizdebug.views.drift import DriftView, compare_distributions
 
 EVIL = "<img src=x onerror=alert(1)>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vizdebug.analysis.embedding_align import (
+from vizdebug.analysis.embeddings.align import (
     aligned_previews,
     effective_rank,
     follow_layout,

@@ -12,7 +12,8 @@ from hypothesis.extra.numpy import array_shapes, arrays
 from sklearn.datasets import load_digits
 from sklearn.manifold import trustworthiness as sk_trustworthiness
 
-from vizdebug.analysis.embeddings import (
+from vizdebug.analysis.embeddings.findings import feature_geometry, geometry_findings
+from vizdebug.analysis.embeddings.project import (
     as_features,
     choose_method,
     duplicate_count,
@@ -21,8 +22,7 @@ from vizdebug.analysis.embeddings import (
     refined_layout,
     unit_box,
 )
-from vizdebug.analysis.embeddings_findings import feature_geometry, geometry_findings
-from vizdebug.analysis.embeddings_quality import neighbour_index, trustworthiness
+from vizdebug.analysis.embeddings.quality import neighbour_index, trustworthiness
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 
 

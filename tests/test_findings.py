@@ -116,7 +116,7 @@ def test_a_repeated_hint_is_said_once_and_report_headings_say_whose(tmp_path):
 def test_a_dead_units_finding_links_its_layer_and_draws_its_recorded_share():
     import numpy as np
 
-    from vizdebug.analysis.training import rule_dead_units
+    from vizdebug.analysis.training.diagnose import rule_dead_units
     from vizdebug.findings import evidence_target
     from vizdebug.records import ACTIVATION_FIELDS, TrainingRecords
 

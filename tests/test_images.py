@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vizdebug.analysis.images import channel_stats, image_flags, infer_scaling, to_display
+from vizdebug.analysis.datasets.images import channel_stats, image_flags, infer_scaling, to_display
 from vizdebug.errors import VizdebugError
 
 

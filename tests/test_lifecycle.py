@@ -12,9 +12,9 @@ import torch
 from IPython.core.events import EventManager, available_events
 
 import vizdebug as vd
-from vizdebug.collect.anomaly import AnomalyEvent, AnomalyPolicy, AnomalyWarning
-from vizdebug.collect.lifecycle import IDLE_AFTER, Lifecycle, notice_bundle
-from vizdebug.collect.session import _progress
+from vizdebug.collect.checks.anomaly import AnomalyEvent, AnomalyPolicy, AnomalyWarning
+from vizdebug.collect.session.core import _progress
+from vizdebug.collect.session.lifecycle import IDLE_AFTER, Lifecycle, notice_bundle
 
 
 class Shell:

@@ -1,4 +1,4 @@
-"""Forward passes between training epochs (vizdebug.collect.mode_watch): validation made
+"""Forward passes between training epochs (vizdebug.collect.checks.mode_watch): validation made
 in train mode, dropout that eval() cannot reach; and nothing on the deliberate patterns
 that look alike (Monte Carlo dropout after training, a pseudo-labelling pass inside a step,
 a model whose layers do not care about the mode)."""

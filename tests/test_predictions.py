@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import vizdebug as vd
-from vizdebug.analysis.predictions import prediction_report
+from vizdebug.analysis.datasets.predictions import prediction_report
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 
 

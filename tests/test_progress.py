@@ -54,7 +54,7 @@ def test_slow_work_shows_progress_and_fast_work_is_silent(shown, capsys):
 
 
 def test_drift_over_parquet_shows_rows_read(shown, capsys, tmp_path, monkeypatch):
-    from vizdebug.analysis import streaming
+    from vizdebug.analysis.drift import streaming
 
     monkeypatch.setattr(progress_mod, "DELAY", 0.0)
     monkeypatch.setattr(streaming, "BATCH_ROWS", 250)

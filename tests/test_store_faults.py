@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WRITER_CHILD = """
 import os, sys, time
 from pathlib import Path
-from vizdebug.collect.scalars import ScalarLog
+from vizdebug.collect.taps.scalars import ScalarLog
 from vizdebug.records import RunDelta
 from vizdebug.store.writer import RunWriter
 log = ScalarLog()
@@ -98,7 +98,7 @@ def _last_point_time(path: Path) -> float:
 FORK_SERVER = """
 import os, signal, sys, time
 from pathlib import Path
-from vizdebug.collect.scalars import ScalarLog
+from vizdebug.collect.taps.scalars import ScalarLog
 from vizdebug.records import RunDelta
 from vizdebug.store.writer import RunWriter
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)

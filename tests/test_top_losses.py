@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 import vizdebug as vd
 from tests.digits_runs import Digits, SmallCNN
 from vizdebug import _env
-from vizdebug.analysis.top_losses import top_losses
+from vizdebug.analysis.datasets.top_losses import top_losses
 from vizdebug.errors import VizdebugError, VizdebugTypeError
 
 EVIL = "<script>alert(1)</script>"

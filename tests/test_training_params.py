@@ -8,8 +8,8 @@ import torch
 import torch.nn as nn
 
 import vizdebug as vd
-from vizdebug.analysis.training import diagnose, rule_exploding
-from vizdebug.analysis.training_params import rule_parameters_not_updated, rule_zero_gradients
+from vizdebug.analysis.training.diagnose import diagnose, rule_exploding
+from vizdebug.analysis.training.params import rule_parameters_not_updated, rule_zero_gradients
 from vizdebug.records import TrainingRecords
 
 
@@ -83,7 +83,7 @@ def test_a_module_kept_in_a_plain_list_is_named_after_a_real_run():
 
 
 def test_a_learning_rate_that_collapses_early_is_named_and_annealing_is_not():
-    from vizdebug.analysis.training_curves import rule_lr_collapse
+    from vizdebug.analysis.training.curves import rule_lr_collapse
 
     steps = np.arange(1000)
     per_batch = 0.1 * 0.9 ** steps  # ExponentialLR(gamma=0.9) stepped every batch

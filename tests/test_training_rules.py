@@ -1,7 +1,7 @@
 """Each diagnosis rule fires on a real digits run built to have the problem, and stays
 quiet on its clean twin; clean runs give no warning at all.
 
-The thresholds in ``vizdebug/analysis/training.py`` were calibrated on these runs (and on
+The thresholds in ``vizdebug/analysis/training/diagnose.py`` were calibrated on these runs (and on
 more seeds, see benchmarks/README.md): e.g. spike share 0.08-0.13 on the unstable runs vs
 at most 0.03 on clean ones, first/last gradient ratio ~1e-10 on the deep sigmoid vs 0.2-1
 on clean models.
@@ -17,7 +17,8 @@ import pytest
 
 import vizdebug as vd
 from tests.digits_runs import RunConfig, train
-from vizdebug.analysis.training import (
+from vizdebug.analysis.training.curves import rule_input_bound
+from vizdebug.analysis.training.diagnose import (
     TrainingRecords,
     diagnose,
     loss_instability,
@@ -26,7 +27,6 @@ from vizdebug.analysis.training import (
     rule_underfitting,
     rule_vanishing,
 )
-from vizdebug.analysis.training_curves import rule_input_bound
 
 pytestmark = pytest.mark.slow
 

@@ -7,11 +7,11 @@ functions that need them.
 from __future__ import annotations
 
 from ._version import __version__ as __version__
-from .analysis.dataset_scan import check_dataset
-from .analysis.input_checks import check_batch
-from .analysis.predictions import check_predictions
-from .analysis.splits import check_split
-from .collect.session import Session, watch
+from .analysis.datasets.input_checks import check_batch
+from .analysis.datasets.predictions import check_predictions
+from .analysis.datasets.scan import check_dataset
+from .analysis.datasets.splits import check_split
+from .collect.session.core import Session, watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report

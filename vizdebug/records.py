@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 #: What one sampled activation yields (computed in ``collect/``, defined in
-#: :mod:`vizdebug.analysis.activations`).
+#: :mod:`vizdebug.analysis.training.activations`).
 ACTIVATION_STATS = ("mean", "std", "zero", "dead", "saturated", "nonfinite", "absmax", "numel")
 #: An activation record: the statistics plus the module's place in the step's call order.
 ACTIVATION_FIELDS = (*ACTIVATION_STATS, "order")
@@ -261,7 +261,7 @@ class RunDelta:
 
     ``samples`` holds ``(kind, steps, rows)`` blocks, ``kind`` being ``activations`` or
     ``grads`` and ``rows`` shaped ``(len(steps), width, fields)``; ``system`` the new
-    :data:`vizdebug.collect.system.SYSTEM_FIELDS` tuples. ``events``, ``errors`` and
+    :data:`vizdebug.collect.taps.system.SYSTEM_FIELDS` tuples. ``events``, ``errors`` and
     ``loader`` are whole snapshots, ``None`` when unchanged since the last delta; ``errors``
     are ``(where, message, count)``; ``loader`` may hold numpy arrays. ``batch`` is the
     newest captured batch as arrays (input first, then the target), already cut to size;

@@ -61,7 +61,16 @@ class Entry:
 
 
 def _entries() -> list[Entry]:
-    from . import controls, faults_data, faults_loop, faults_loss, faults_numeric
+    from . import (
+        controls,
+        faults_data,
+        faults_loop,
+        faults_loss,
+        faults_numeric,
+        public_a,
+        public_b,
+        public_c,
+    )
 
     out: list[Entry] = []
     for module in (faults_loss, faults_loop, faults_numeric, faults_data):
@@ -70,6 +79,9 @@ def _entries() -> list[Entry]:
             out.append(Entry(f"{f.name}/twin", TWIN, partial(f.program, True), f.source))
     for c in controls.CONTROLS:
         out.append(Entry(f"control/{c.name}", CONTROL, c.program, c.what))
+    for module in (public_a, public_b, public_c):  # working public programs, cited
+        for c in module.CONTROLS:
+            out.append(Entry(f"public/{c.name}", CONTROL, c.program, c.what))
     return out
 
 

@@ -1,6 +1,6 @@
 """Parquet paths and pyarrow datasets as drift sources: recognised, opened (a damaged file
 is refused by name), and their columns' kinds read from the arrow schema. Streamed by
-:mod:`vizdebug.analysis.streaming`; pyarrow is imported inside the functions."""
+:mod:`vizdebug.analysis.drift.streaming`; pyarrow is imported inside the functions."""
 
 from __future__ import annotations
 

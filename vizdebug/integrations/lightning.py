@@ -31,7 +31,7 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
-from ..collect.session import Session
+from ..collect.session.core import Session
 from . import _common
 
 

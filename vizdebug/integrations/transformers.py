@@ -30,7 +30,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..collect.session import Session
+from ..collect.session.core import Session
 from . import _common
 
 # what the Trainer logs that is no training curve: run summaries and timings

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._viewable import Viewable
-from ..analysis.training import diagnose
+from ..analysis.training.diagnose import diagnose
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from ..findings import Finding, Findings
 from ..records import TrainingRecords

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.curves import ema_smooth
-from ..analysis.training_curves import is_lr_name
+from ..analysis.training.curves import is_lr_name
 from ..records import TrainingRecords
 
 MAX_POINTS = 800

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.activations import BOUNDED, SATURATION, UNIT_LOW, UNIT_RANGE
+from ..analysis.training.activations import BOUNDED, SATURATION, UNIT_LOW, UNIT_RANGE
 from ..records import TrainingRecords
 from ._dashboard_curves import (
     MAX_POINTS,
@@ -76,7 +76,7 @@ def heatmap_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
 
 def saturation_meaning(module_class: str) -> str:
     """What "saturated" counts for an output of this module class (the same thresholds
-    as :mod:`vizdebug.analysis.activations`)."""
+    as :mod:`vizdebug.analysis.training.activations`)."""
     if module_class in UNIT_RANGE:
         return f"outputs below {UNIT_LOW:g} or above {1 - UNIT_LOW:g} (flat ends of {module_class})"
     if module_class in BOUNDED:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.images import Scaling, channel_stats, infer_scaling
-from ..analysis.input_checks import displays_and_flags, image_findings, table_findings
+from ..analysis.datasets.images import Scaling, channel_stats, infer_scaling
+from ..analysis.datasets.input_checks import displays_and_flags, image_findings, table_findings
 from ..data.batch import Batch
 from ..data.targets import LabelSet
 from ..errors import VizdebugTypeError, describe, short_repr

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.training import diagnose
+from ..analysis.training.diagnose import diagnose
 from ..findings import Findings, findings_html
 from ..records import TrainingRecords, TrainingSource
 from ._base import TWIN_INTERVAL, View, live_esm, script_json

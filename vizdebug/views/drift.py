@@ -1,8 +1,8 @@
 """The drift explorer: ranked per-feature tests, overlays and sliders that answer in the browser.
 
-Everything statistical comes from :func:`vizdebug.analysis.drift_compare.analyze_drift`
+Everything statistical comes from :func:`vizdebug.analysis.drift.compare.analyze_drift`
 (time window and buckets included, in memory or streamed); this module only draws the
-:class:`~vizdebug.analysis.drift_compare.DriftResult` it returns. The interactive part is a
+:class:`~vizdebug.analysis.drift.compare.DriftResult` it returns. The interactive part is a
 small script drawing SVG from the precomputed sketches: no plotly.js on the page, no kernel
 round trip, so sliders keep working while the kernel trains. The same script runs in the
 live widget (anywidget) and in static HTML; it is three files joined in order
@@ -19,15 +19,15 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.drift_compare import DriftOptions, DriftResult, analyze_drift
-from ..analysis.drift_findings import format_p
+from ..analysis.drift.compare import DriftOptions, DriftResult, analyze_drift
+from ..analysis.drift.findings import format_p
 from ._base import View, live_esm, script_json
 from ._drift_svg import overlay_figure
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..analysis.drift import FeatureDrift
+    from ..analysis.drift.stats import FeatureDrift
     from ..findings import Findings
 
 _JS_FILES = ("drift_stats.js", "drift_plots.js", "drift.js")  # in load order

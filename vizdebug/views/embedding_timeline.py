@@ -5,7 +5,7 @@ Each frame's PCA is turned onto the previous frame's (Procrustes) and drawn at o
 background thread measures each frame (kNN accuracy: the separability curve; rank and
 spread: ``representation-collapse``) and the last one's label noise and class overlap,
 then refits every frame with t-SNE/UMAP from the previous frame's layout
-(:mod:`vizdebug.analysis.embedding_align`). All layouts reach the browser once as float32:
+(:mod:`vizdebug.analysis.embeddings.align`). All layouts reach the browser once as float32:
 slider, hover, colour and box / lasso selection need no kernel.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.embedding_align import (
+from ..analysis.embeddings.align import (
     aligned_previews,
     effective_rank,
     follow_layout,
@@ -28,7 +28,8 @@ from ..analysis.embedding_align import (
     procrustes_onto,
     spread,
 )
-from ..analysis.embedding_frames import (
+from ..analysis.embeddings.findings import feature_geometry, geometry_findings
+from ..analysis.embeddings.frames import (
     Timeline,
     check_later,
     collapse_finding,
@@ -36,8 +37,7 @@ from ..analysis.embedding_frames import (
     frame_predictions,
     read_frames,
 )
-from ..analysis.embeddings import choose_method, pca_layout, per_point
-from ..analysis.embeddings_findings import feature_geometry, geometry_findings
+from ..analysis.embeddings.project import choose_method, pca_layout, per_point
 from ..errors import VizdebugError
 from ..findings import Findings, findings_html
 from ._base import View

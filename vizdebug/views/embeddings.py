@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from .._env import renderer
-from ..analysis.embeddings import (
+from ..analysis.embeddings.findings import (
+    Geometry,
+    feature_geometry,
+    geometry_findings,
+    layout_quality,
+)
+from ..analysis.embeddings.project import (
     FeatureSet,
     as_features,
     choose_method,
@@ -28,12 +34,6 @@ from ..analysis.embeddings import (
     per_point,
     refined_layout,
     unit_box,
-)
-from ..analysis.embeddings_findings import (
-    Geometry,
-    feature_geometry,
-    geometry_findings,
-    layout_quality,
 )
 from ..findings import Findings, findings_html
 from ._base import View

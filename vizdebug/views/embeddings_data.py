@@ -92,7 +92,7 @@ def thumbnails(images: Any, n: int) -> tuple[list[str], str]:
         return [], ""
     if n > THUMB_MAX:
         return [], f"no thumbnails: {n:,} points is more than {THUMB_MAX:,}"
-    from ..analysis.images import infer_scaling, to_display
+    from ..analysis.datasets.images import infer_scaling, to_display
     from ..data.batch import make_batch
     from ._imaging import encode
 

@@ -1,7 +1,7 @@
 """``show_predictions``: the confusion matrix and per-class metrics beside the accuracy.
 
 A static view (the same HTML live and in nbconvert/GitHub): nothing in it changes after
-it is drawn. The numbers come from :func:`vizdebug.analysis.predictions.prediction_report`.
+it is drawn. The numbers come from :func:`vizdebug.analysis.datasets.predictions.prediction_report`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..analysis.predictions import PredictionReport, accuracy_findings, prediction_report
+from ..analysis.datasets.predictions import PredictionReport, accuracy_findings, prediction_report
 from ..findings import Findings, findings_html
 from ._base import View
 

@@ -2,7 +2,7 @@
 
 Each cell is captioned ``target → prediction (probability) · loss``; tabular inputs show as
 a table whose first columns are those four. The ranking comes from
-:mod:`vizdebug.analysis.top_losses`; every user string is escaped by the batch page.
+:mod:`vizdebug.analysis.datasets.top_losses`; every user string is escaped by the batch page.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.top_losses import MAX_SAMPLES, TopLosses, top_losses
+from ..analysis.datasets.top_losses import MAX_SAMPLES, TopLosses, top_losses
 from ..data.batch import Batch
 from ..data.sources import SlicedSource
 from ..errors import VizdebugError

@@ -1,0 +1,214 @@
+"""``check_predictions``: what an accuracy figure hides.
+
+Accuracy on imbalanced classes flatters a model that mostly predicts the majority class.
+:func:`prediction_report` computes the confusion matrix, per-class precision/recall/F1
+and balanced accuracy from plain arrays; :func:`check_predictions` names
+``misleading-accuracy`` when the accuracy is close to what always predicting the
+majority class would score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...data.arrays import to_numpy
+from ...errors import VizdebugError, VizdebugTypeError, describe
+from ...findings import Finding, Findings
+
+# The majority class holds at least this share of the samples before accuracy can mislead
+MAJORITY_SHARE = 0.6
+# ... and the model wins back less than this share of the errors the majority guess makes
+MIN_LIFT = 0.25
+# or balanced accuracy this far below accuracy with a class of at least MISSED_SUPPORT
+# of the samples never predicted right
+BALANCED_GAP = 0.2
+MISSED_SUPPORT = 0.05
+ACCURACY_GAP = 0.1
+MAX_CLASSES = 1000
+
+
+@dataclass
+class PredictionReport:
+    """Per-class metrics of one set of predictions (``confusion[i, j]``: true ``i``,
+    predicted ``j``)."""
+
+    classes: list[Any]
+    confusion: np.ndarray
+    accuracy: float
+    balanced_accuracy: float
+    majority_class: Any
+    majority_share: float
+    precision: np.ndarray = field(default_factory=lambda: np.empty(0))
+    recall: np.ndarray = field(default_factory=lambda: np.empty(0))
+    f1: np.ndarray = field(default_factory=lambda: np.empty(0))
+    support: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    @property
+    def lift(self) -> float:
+        """Share of the majority guess's errors that the model gets right (1: perfect,
+        0: no better than always predicting the majority class)."""
+        room = 1 - self.majority_share
+        return (self.accuracy - self.majority_share) / room if room > 0 else 0.0
+
+    def table(self) -> Any:
+        """Per-class precision, recall, F1 and support as a DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame({"class": [str(c) for c in self.classes], "precision": self.precision,
+                             "recall": self.recall, "f1": self.f1, "support": self.support})
+
+
+def prediction_report(y_true: Any, y_pred: Any, *, labels: Any = None) -> PredictionReport:
+    """The metrics of ``y_pred`` against ``y_true``.
+
+    ``y_pred`` holds class ids, or scores: ``(n, C)`` rows (argmax) or ``(n,)``
+    probabilities of the positive class when ``y_true`` is binary (threshold 0.5).
+
+    Examples
+    --------
+    >>> r = prediction_report([0, 0, 0, 1], [0, 0, 0, 0])
+    >>> r.accuracy, r.balanced_accuracy
+    (0.75, 0.5)
+    """
+    truth = _as_labels(y_true, "y_true")
+    pred = _as_predictions(y_pred, truth)
+    if pred.shape[0] != truth.shape[0]:
+        raise VizdebugError(f"y_true has {truth.shape[0]} samples but y_pred {pred.shape[0]}; "
+                            "they must match")
+    classes = _classes(truth, pred, labels)
+    index = {c: i for i, c in enumerate(classes)}
+    confusion = np.zeros((len(classes), len(classes)), dtype=np.int64)
+    np.add.at(confusion, ([index[v] for v in truth.tolist()], [index[v] for v in pred.tolist()]), 1)
+    return _from_confusion(classes, confusion)
+
+
+def _from_confusion(classes: list[Any], confusion: np.ndarray) -> PredictionReport:
+    support = confusion.sum(axis=1)
+    predicted = confusion.sum(axis=0)
+    hits = np.diag(confusion).astype(float)
+    with np.errstate(all="ignore"):
+        precision = np.where(predicted > 0, hits / predicted, 0.0)
+        recall = np.where(support > 0, hits / support, 0.0)
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    n = int(support.sum())
+    present = support > 0
+    top = int(np.argmax(support))
+    return PredictionReport(
+        classes=classes, confusion=confusion, accuracy=float(hits.sum() / n),
+        balanced_accuracy=float(recall[present].mean()), majority_class=classes[top],
+        majority_share=float(support[top] / n), precision=precision, recall=recall, f1=f1,
+        support=support)
+
+
+def _as_labels(y: Any, what: str) -> np.ndarray:
+    if y is None:
+        raise VizdebugTypeError(f"{what} is None; pass the class of each sample (a list, "
+                                "an array or a tensor)")
+    arr = _plain_array(y) if isinstance(y, (list, tuple)) else to_numpy(_unwrap(y), what)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise VizdebugError(f"{what} must be one class per sample (1-D, not empty), got "
+                            f"{describe(y)}")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all() or not np.all(arr == np.round(arr)):
+            raise VizdebugError(f"{what} holds values that are not class ids ({describe(y)}); "
+                                "pass integer or string classes")
+        arr = arr.astype(np.int64)
+    values = [v.item() if hasattr(v, "item") and getattr(v, "size", 1) == 1 else v for v in arr]
+    odd = next((v for v in values if not isinstance(v, (str, int, float, bool))), None)
+    if odd is not None or any(isinstance(v, float) and v != v for v in values):
+        raise VizdebugError(f"{what} must hold one class per sample (numbers or strings); "
+                            f"found {odd!r} in {describe(y)}")
+    return np.asarray(values, dtype=object)
+
+
+def _plain_array(values: list | tuple) -> np.ndarray:
+    """A list as an array: numbers as numbers, anything else (strings, mixed) as objects."""
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # ragged
+        return np.asarray(values, dtype=object)
+    return arr if arr.dtype.kind in "biuf" else np.asarray(values, dtype=object)
+
+
+def _unwrap(y: Any) -> Any:
+    """A pandas Series (or Index) as its numpy values."""
+    return y.to_numpy() if hasattr(y, "to_numpy") and not hasattr(y, "columns") else y
+
+
+def _as_predictions(y_pred: Any, truth: np.ndarray) -> np.ndarray:
+    if y_pred is None:
+        raise VizdebugTypeError("y_pred is None; pass the predicted classes or the scores")
+    if isinstance(y_pred, (list, tuple)):
+        return _as_labels(y_pred, "y_pred")
+    arr = to_numpy(_unwrap(y_pred), "y_pred")
+    if arr.ndim == 2 and arr.shape[1] > 1:
+        return np.asarray(arr.argmax(axis=1).tolist(), dtype=object)  # scores per class
+    flat = arr.reshape(-1) if arr.ndim == 2 else arr
+    binary = set(truth.tolist()) <= {0, 1}
+    if flat.dtype.kind == "f" and binary and not np.all(flat == np.round(flat)):
+        return np.asarray((flat >= 0.5).astype(np.int64).tolist(), dtype=object)
+    return _as_labels(flat, "y_pred")
+
+
+def _classes(truth: np.ndarray, pred: np.ndarray, labels: Any) -> list[Any]:
+    seen = set(truth.tolist()) | set(pred.tolist())
+    if labels is not None:
+        if isinstance(labels, (str, bytes)) or not hasattr(labels, "__iter__"):
+            raise VizdebugTypeError(f"labels must be a list of classes, got {describe(labels)}")
+        given = list(labels)
+        missing = seen - set(given)
+        if missing:
+            raise VizdebugError(f"labels {given[:10]} lack classes that occur: "
+                                f"{sorted(map(str, missing))[:10]}")
+        return given
+    if len(seen) > MAX_CLASSES:
+        raise VizdebugError(f"{len(seen)} distinct classes: these look like continuous values, "
+                            "not classes (check_predictions is for classification)")
+    return sorted(seen, key=lambda v: (isinstance(v, str), v))
+
+
+def check_predictions(y_true: Any, y_pred: Any, *, labels: Any = None) -> Findings:
+    """Name what the accuracy hides: ``misleading-accuracy`` when it is near the
+    majority-class rate, with the per-class recall in the evidence.
+
+    Examples
+    --------
+    >>> check_predictions([0] * 90 + [1] * 10, [0] * 100).codes
+    ['misleading-accuracy']
+    """
+    report = prediction_report(y_true, y_pred, labels=labels)
+    return Findings(accuracy_findings(report))
+
+
+def accuracy_findings(report: PredictionReport) -> list[Finding]:
+    """``misleading-accuracy`` (warning) for a model close to the majority guess."""
+    n = report.support.sum()
+    never = [str(c) for c, r, s in zip(report.classes, report.recall, report.support)
+             if s > 0 and r == 0]
+    big_miss = any(s >= MISSED_SUPPORT * n and r == 0
+                   for r, s in zip(report.recall, report.support))
+    # near the majority rate *because* the minority classes are missed: a class-weighted
+    # model may trade accuracy for balanced accuracy and sit below the majority rate
+    near_majority = (report.lift < MIN_LIFT
+                     and report.accuracy - report.balanced_accuracy >= ACCURACY_GAP)
+    hidden = big_miss and report.accuracy - report.balanced_accuracy >= BALANCED_GAP
+    if (len(report.classes) < 2 or report.majority_share < MAJORITY_SHARE
+            or not (near_majority or hidden)):
+        return []
+    missed = f"; never right on class {', '.join(never[:8])}" if never else ""
+    return [Finding(
+        "misleading-accuracy", "warning",
+        f"accuracy {report.accuracy:.1%} is close to the {report.majority_share:.1%} that always "
+        f"predicting class {report.majority_class!s} would score (balanced accuracy "
+        f"{report.balanced_accuracy:.1%}){missed}",
+        evidence={"accuracy": report.accuracy, "balanced_accuracy": report.balanced_accuracy,
+                  "majority_share": report.majority_share,
+                  "recall": {str(c): float(r) for c, r in zip(report.classes, report.recall)}},
+        hint="report balanced accuracy or per-class recall/F1 instead, and train with class "
+             "weights (CrossEntropyLoss(weight=...)), a WeightedRandomSampler or resampling",
+    )]

@@ -1,0 +1,1 @@
+"""Drift between a reference and a current dataset: tests, sketches, time windows, findings."""

@@ -1,0 +1,1 @@
+"""Embeddings: projections (PCA, t-SNE, UMAP), quality, alignment over training, findings."""

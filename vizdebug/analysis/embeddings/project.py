@@ -1,0 +1,298 @@
+"""Embeddings as pictures: feature adapters, a PCA preview, and t-SNE / UMAP layouts.
+
+Pure numpy and scikit-learn; ``sklearn.manifold`` and ``umap`` are imported inside the
+functions that fit them (a cold ``import umap`` costs 12-14 s here). Quality figures and
+findings from the geometry live in :mod:`vizdebug.analysis.embeddings.quality`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._env import is_tensor
+from ...errors import VizdebugError, VizdebugTypeError, describe
+
+METHODS = ("auto", "pca", "tsne", "umap")
+TSNE_MAX_AUTO = 5000  # above this, auto picks UMAP (sklearn t-SNE: 4 s at 2k, 29 s at 10k)
+REFINE_MIN_POINTS = 8  # fewer points than this: the PCA picture is the picture
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """Features ready for a layout: finite rows only, and where each came from.
+
+    ``values`` is ``(len(rows), d)`` float (float32 input stays float32); ``rows`` the input index of each row;
+    ``n_input`` how many rows were passed; ``notes`` what was done to them.
+    """
+
+    values: np.ndarray
+    rows: np.ndarray
+    n_input: int
+    columns: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def as_features(features: Any) -> FeatureSet:
+    """Read an array, tensor, DataFrame or nested list as an ``n x d`` float matrix.
+
+    1-D input is ``n`` points of one dimension; more than two dimensions (feature maps)
+    are flattened per sample; rows holding NaN or inf are set aside and named.
+
+    Examples
+    --------
+    >>> fs = as_features(np.array([[0.0, 1.0], [np.nan, 2.0], [3.0, 4.0]]))
+    >>> fs.values.shape, fs.rows.tolist(), fs.notes
+    ((2, 2), [0, 2], ['1 of 3 rows hold NaN or inf and are left out: rows [1]'])
+    """
+    arr, columns, notes = _raw_matrix(features)
+    if arr.ndim == 0 or len(arr) == 0:
+        raise VizdebugError(f"features ({describe(features)}) hold no points: pass an n x d array")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+        notes.append(f"1-D features read as {len(arr)} points of one dimension")
+    elif arr.ndim > 2:
+        notes.append(f"features of shape {arr.shape} flattened to {len(arr)} x "
+                     f"{int(np.prod(arr.shape[1:]))}")
+        arr = arr.reshape(len(arr), -1)
+    if arr.shape[1] == 0:
+        raise VizdebugError(f"features have shape {arr.shape}: each point needs at least one value")
+    wide = np.float32 if arr.dtype in (np.float16, np.float32) else np.float64  # no copy of float32
+    return _finite_rows(arr.astype(wide, copy=False), columns, notes)
+
+
+def _raw_matrix(features: Any) -> tuple[np.ndarray, list[str] | None, list[str]]:
+    if features is None or isinstance(features, (str, bytes, dict)):
+        raise VizdebugTypeError(
+            f"features is {describe(features)}; pass an n x d numpy array, torch tensor, "
+            "pandas DataFrame or list of rows")
+    if type(features).__module__.startswith("pandas"):
+        return _frame_matrix(features)
+    if is_tensor(features):
+        from ...data.arrays import tensor_to_numpy
+
+        return tensor_to_numpy(features), None, []
+    try:
+        arr = np.asarray(features)
+    except (ValueError, TypeError) as exc:
+        raise VizdebugTypeError(f"cannot read features ({describe(features)}) as one array: "
+                                f"{exc}; rows must all have the same length") from None
+    if arr.dtype.kind not in "biuf":
+        raise VizdebugTypeError(f"features ({describe(features)}) are not numbers (dtype "
+                                f"{arr.dtype}); pass numeric features")
+    return arr, None, []
+
+
+def _frame_matrix(frame: Any) -> tuple[np.ndarray, list[str] | None, list[str]]:
+    import pandas as pd
+
+    if isinstance(frame, pd.Series):
+        return frame.to_numpy(dtype=np.float64, na_value=np.nan), [str(frame.name)], []
+    numeric = frame.select_dtypes(include=["number", "bool"])
+    dropped = [str(c) for c in frame.columns if c not in numeric.columns]
+    if numeric.shape[1] == 0:
+        raise VizdebugTypeError(f"the DataFrame ({describe(frame)}) has no numeric columns "
+                                f"(columns: {dropped[:8]}); embeddings need numbers")
+    notes = [f"non-numeric columns left out: {dropped[:8]}"] if dropped else []
+    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    return values, [str(c) for c in numeric.columns], notes
+
+
+def _finite_rows(arr: np.ndarray, columns: list[str] | None, notes: list[str]) -> FeatureSet:
+    finite = np.isfinite(arr).all(axis=1)
+    rows = np.flatnonzero(finite)
+    if len(rows) == 0:
+        raise VizdebugError(f"every one of the {len(arr)} rows of the features holds NaN or "
+                            "inf: there is nothing to place")
+    if len(rows) < len(arr):
+        bad = np.flatnonzero(~finite)
+        notes.append(f"{len(bad)} of {len(arr)} rows hold NaN or inf and are left out: "
+                     f"rows {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}")
+    values = arr[rows] if len(rows) < len(arr) else arr
+    return FeatureSet(values, rows, len(arr), columns, notes)
+
+
+def per_point(values: Any, n: int, what: str) -> np.ndarray | None:
+    """One value per input row (labels, predictions, losses) as a 1-D array, or ``None``.
+
+    Examples
+    --------
+    >>> per_point([0, 1, 1], 3, "labels").tolist()
+    [0, 1, 1]
+    """
+    if values is None:
+        return None
+    if is_tensor(values):
+        from ...data.arrays import tensor_to_numpy
+
+        values = tensor_to_numpy(values)
+    elif type(values).__module__.startswith("pandas"):
+        values = values.to_numpy()
+    arr = np.asarray(values)
+    if arr.ndim == 2 and arr.shape[1] > 1 and arr.dtype.kind in "fc":
+        arr = arr.argmax(axis=1)  # scores or probabilities per class: the predicted class
+    arr = arr.reshape(-1) if arr.ndim == 2 and 1 in arr.shape else arr
+    if arr.ndim != 1 or len(arr) != n:
+        raise VizdebugError(f"{what} ({describe(values)}) must hold one value per point: the "
+                            f"features have {n} rows")
+    return arr
+
+
+def duplicate_count(x: np.ndarray) -> int:
+    """How many rows repeat an earlier row exactly.
+
+    >>> duplicate_count(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]]))
+    1
+    """
+    rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
+    return int(len(x) - len(np.unique(rows)))
+
+
+def pca_layout(x: np.ndarray) -> np.ndarray:
+    """The first two principal components of ``x`` (``n x 2``; zeros where there is no
+    spread), with signs fixed so the same data always gives the same picture. Exact up
+    to 2 million values; above, a seeded randomized SVD (Halko et al.), so that a preview
+    of 10k x 512 takes a tenth of a second.
+
+    Examples
+    --------
+    >>> xy = pca_layout(np.array([[0.0, 0.0], [1.0, 1.0], [3.0, 3.0]]))
+    >>> xy.shape, xy[:, 1].tolist()
+    ((3, 2), [0.0, 0.0, 0.0])
+    """
+    n, d = x.shape
+    out = np.zeros((n, 2))
+    if n < 2:
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        centred = x - x.mean(axis=0)
+        scale = float(np.abs(centred).max())
+    if not 0 < scale < np.inf:  # no spread, or values past the float range
+        return out
+    centred = centred / scale  # products of values near 1e308 would overflow
+    exact = n * d <= EXACT_PCA_VALUES
+    if exact:
+        with _one_thread():
+            proj = _top2_exact(centred.astype(np.float64))
+    else:
+        proj = _top2_randomized(centred)
+    with np.errstate(over="ignore"):
+        full = proj * scale
+    out[:, : proj.shape[1]] = full if np.isfinite(full).all() else proj
+    biggest = np.abs(out).max()
+    out[:, np.abs(out).max(axis=0) <= 1e-12 * max(biggest, 1e-300)] = 0.0
+    signs = np.sign(out[np.abs(out).argmax(axis=0), [0, 1]])
+    return out * np.where(signs == 0, 1.0, signs)
+
+
+EXACT_PCA_VALUES = 2_000_000
+
+
+def _one_thread() -> Any:
+    """BLAS on one thread for small products: on a busy 2-core machine OpenBLAS's threads
+    waiting on each other made a 64 x 64 eigh of a 10k x 64 preview take 0.35-0.4 s
+    instead of 0.04 s; threads gain nothing at this size."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # comes with scikit-learn; without it, BLAS as configured
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _top2_exact(centred: np.ndarray) -> np.ndarray:
+    n, d = centred.shape
+    if d <= n:  # d x d eigenproblem
+        _, vecs = np.linalg.eigh(centred.T @ centred)
+        return centred @ vecs[:, ::-1][:, :2]
+    vals, vecs = np.linalg.eigh(centred @ centred.T)  # more dimensions than points
+    return vecs[:, ::-1][:, :2] * np.sqrt(np.clip(vals[::-1][:2], 0, None))
+
+
+def _top2_randomized(centred: np.ndarray, oversample: int = 8, power: int = 6) -> np.ndarray:
+    # subspace iteration on the d side: only d x k matrices are orthonormalised (a QR of
+    # the tall n x k one cost more than all the products on a loaded 2-core machine)
+    a = centred.astype(np.float32, copy=False)
+    q = np.random.default_rng(0).normal(size=(a.shape[1], 2 + oversample)).astype(np.float32)
+    for _ in range(power):
+        q = np.linalg.qr(a.T @ (a @ q))[0]
+    b = a @ q
+    _, vecs = np.linalg.eigh((b.T @ b).astype(np.float64))
+    return b.astype(np.float64) @ vecs[:, ::-1][:, :2]
+
+
+def choose_method(method: str, n: int) -> str:
+    """The layout a ``method`` asks for at ``n`` points (``auto``: t-SNE up to 5,000
+    points, UMAP above; tiny sets stay PCA).
+
+    >>> choose_method("auto", 1000), choose_method("auto", 20000), choose_method("umap", 3)
+    ('tsne', 'umap', 'pca')
+    """
+    if not isinstance(method, str) or method.lower() not in METHODS:
+        raise VizdebugError(f"method must be one of {list(METHODS)}, got {method!r}")
+    method = method.lower()
+    if n < REFINE_MIN_POINTS:
+        return "pca"
+    if method == "auto":
+        return "tsne" if n <= TSNE_MAX_AUTO else "umap"
+    return method
+
+
+def refined_layout(x: np.ndarray, method: str, params: dict[str, Any] | None = None,
+                   stage: Callable[[str], None] | None = None) -> np.ndarray:
+    """Fit ``method`` ("tsne" or "umap") to ``x`` and return ``n x 2`` coordinates.
+
+    ``params`` go to the library as given, over defaults that fit small sets (perplexity
+    and ``n_neighbors`` below the number of points). ``stage`` hears what is happening.
+    """
+    stage = stage or (lambda _msg: None)
+    params = dict(params or {})
+    if method == "tsne":
+        return _tsne(x, params, stage)
+    if method == "umap":
+        return _umap(x, params, stage)
+    if method == "pca":
+        return pca_layout(x)
+    raise VizdebugError(f"cannot refine with method {method!r}; use 'tsne' or 'umap'")
+
+
+def _tsne(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
+    from sklearn.manifold import TSNE
+
+    n = len(x)
+    settings = {"n_components": 2, "init": "pca", "random_state": 0,
+                "perplexity": float(min(30.0, max(1.0, (n - 1) / 3)))}
+    settings.update(params)
+    stage(f"fitting t-SNE on {n:,} points (perplexity {settings['perplexity']:g})")
+    return np.asarray(TSNE(**settings).fit_transform(x), dtype=np.float64)
+
+
+def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
+    stage("importing umap (the first import compiles numba code and can take a minute)")
+    try:
+        import umap
+    except ImportError as exc:
+        raise ImportError("the UMAP layout needs umap-learn: pip install umap-learn "
+                          f"(or use method='tsne'); import failed with: {exc}") from exc
+    settings = {"n_components": 2, "n_neighbors": int(min(15, len(x) - 1)), "random_state": 0}
+    settings.update(params)
+    if settings["random_state"] is not None:  # seeded UMAP runs on one thread anyway
+        settings.setdefault("n_jobs", 1)
+    stage(f"fitting UMAP on {len(x):,} points (n_neighbors {settings['n_neighbors']})")
+    return np.asarray(umap.UMAP(**settings).fit_transform(x), dtype=np.float64)
+
+
+def unit_box(layout: np.ndarray, margin: float = 0.05) -> np.ndarray:
+    """Coordinates scaled into [-1, 1] (aspect kept, centred), as float32 for drawing.
+
+    >>> unit_box(np.array([[0.0, 0.0], [4.0, 2.0]])).tolist()
+    [[-0.949999988079071, -0.4749999940395355], [0.949999988079071, 0.4749999940395355]]
+    """
+    lo, hi = layout.min(axis=0), layout.max(axis=0)
+    span = float((hi - lo).max())
+    centre = (lo + hi) / 2
+    scale = (1 - margin) * 2 / span if span > 0 else 1.0
+    return ((layout - centre) * scale).astype(np.float32)

@@ -1,0 +1,1 @@
+"""Training rules: the training profile and every diagnosis of a run's records."""

@@ -1,0 +1,310 @@
+"""Diagnosis of a training run from collected records: pure numpy, no hooks, no widgets.
+
+:class:`TrainingRecords` is the one narrow interface between collectors (or a stored run)
+and the rules: scalars by name, sampled per-layer activation and gradient statistics,
+anomaly events and loader timing. :func:`diagnose` applies every rule and returns
+:class:`~vizdebug.findings.Findings`. Thresholds are module constants; each one says
+where it comes from (an anchor, or the calibration runs in ``tests/test_training_rules.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...findings import Finding, Findings, evidence_series
+from ...findings import fmt_number as _f
+from ...records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
+from .curves import (
+    loss_instability,
+    rule_input_bound,
+    rule_lr_collapse,
+    rule_overfitting,
+    rule_underfitting,
+    rule_unstable,
+)
+from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
+
+ACTIVATION_CLASSES = frozenset({
+    "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",
+    "Threshold", "PReLU", "RReLU",
+})
+
+# dead-units: DeepDiagnosis/AUTOTRAINER flag a layer at >= 70% dead (output exactly 0 over
+# the whole batch) in most of the recent samples. Clean digits CNNs stayed under 10%, but
+# working networks ported from public programs showed 52-62%, so half was too strict.
+DEAD_SHARE = 0.7
+# exploding: AUTOTRAINER uses a loss >= 1e5; we also flag a total gradient norm that grew
+# 100x above its early median (clean runs grew < 10x).
+EXPLODE_LOSS = 1e5
+EXPLODE_GROWTH = 100.0
+EXPLODE_RATIO = 70.0  # AUTOTRAINER: first/last layer gradient-norm ratio > 70
+# vanishing: AUTOTRAINER's first/last gradient-norm ratio < 1e-3 (on per-element norms).
+VANISH_RATIO = 1e-3
+# A training loss that fell to this share of its start has learned the task: small early
+# gradients there are a converged model's, not a blocked one's (a solved task at loss
+# 0.003 was accused).
+SOLVED_SHARE = 0.02
+
+
+__all__ = [
+    "ACTIVATION_FIELDS", "GRAD_FIELDS", "RULES", "TrainingRecords", "diagnose",
+    "loss_instability", "rule_overfitting", "rule_underfitting",
+]
+
+
+# -- anomalies --------------------------------------------------------------------------
+def rule_nonfinite_loss(rec: TrainingRecords) -> list[Finding]:
+    """Any ``*loss*`` metric that went NaN or infinite."""
+    out = []
+    for name, (steps, values) in rec.scalars.items():
+        bad = ~np.isfinite(values)
+        if "loss" not in name or not bad.any():
+            continue
+        first = int(steps[np.argmax(bad)])
+        before = values[: int(np.argmax(bad))]
+        last_good = before[np.isfinite(before)]
+        trend = f"; last finite value {_f(last_good[-1])}" if last_good.size else ""
+        out.append(Finding(
+            "nonfinite-loss", "error",
+            f"{name} was NaN/inf at {int(bad.sum())} of {values.size} logged steps, "
+            f"first at step {first}{trend}",
+            where=name, evidence={"first_step": first, "count": int(bad.sum())},
+            hint="Usually a learning rate too high (the loss grows, then overflows), log(0) "
+                 "or a division by zero in the loss, or NaN in the inputs. Lower the learning "
+                 "rate, clip gradients (torch.nn.utils.clip_grad_norm_), use "
+                 "CrossEntropyLoss/log_softmax rather than log(softmax(x)).",
+        ))
+    return out
+
+
+def rule_events(rec: TrainingRecords) -> list[Finding]:
+    """Anomalies the hooks saw: the first non-finite activation, modules fed ``None``."""
+    out, seen = [], set()
+    for ev in rec.events:
+        key = (ev["kind"], ev["module_path"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if ev["kind"] == "nonfinite-activation" and ev.get("detail", {}).get("order") == 0:
+            hint = ("This is the first module the batch reaches, so the input itself holds "
+                    "NaN/inf: fix the data or the transform (a division by a zero std, a "
+                    "corrupt sample); vd.check_dataset(dataset) names the samples.")
+        elif ev["kind"] == "nonfinite-activation":
+            hint = ("The first module whose output is NaN/inf. If its input was already "
+                    "non-finite, look at the data; otherwise its weights diverged (lower the "
+                    "learning rate, clip gradients) or it computes log/sqrt/division of "
+                    "values that reach 0 or below (add an epsilon, clamp).")
+        elif "severity" in ev.get("detail", {}):  # a check that names its own verdict
+            detail = ev["detail"]
+            out.append(Finding(ev["kind"], detail["severity"], ev["message"],
+                               where=ev["module_path"],
+                               evidence={"step": ev["step"], "function": detail.get("function")},
+                               hint=detail.get("hint", "")))
+            continue
+        else:
+            source = ev.get("detail", {}).get("source")
+            hint = ("A forward() that forgot its `return` hands None to the next module"
+                    + (f" (here {source!r} returned None)" if source else "")
+                    + "; also check a dataset/collate_fn that yields None.")
+        out.append(Finding(ev["kind"], "error", ev["message"], where=ev["module_path"],
+                           evidence={"step": ev["step"], "class": ev["module_class"]},
+                           hint=hint))
+    return out
+
+
+# -- gradients --------------------------------------------------------------------------
+def _total_grad_norm(rec: TrainingRecords) -> np.ndarray:
+    # a parameter without a gradient on a step is absent, not non-finite
+    g = np.where(absent_grads(rec), 0.0, rec.grad("grad_norm"))
+    with np.errstate(all="ignore"):
+        return np.sqrt(np.nansum(g**2, axis=1)) + np.where(np.isfinite(g).all(axis=1), 0, np.nan)
+
+
+def rule_exploding(rec: TrainingRecords) -> list[Finding]:
+    """A loss that blew up, gradient norms that grew far above their early level, or
+    gradients much larger at the input than at the output (AUTOTRAINER)."""
+    hint = ("Lower the learning rate, clip gradients (clip_grad_norm_), check the init "
+            "(a too-large std) and that inputs are normalised.")
+    found = _exploding_from_loss(rec, hint)
+    if found or rec.grads.shape[0] == 0:
+        return found
+    total = _total_grad_norm(rec)
+    if not np.isfinite(total).all():
+        if _nonfinite_seen(rec):  # a consequence of the NaN already reported, not a cause
+            return []
+        first = int(rec.grad_steps[np.argmax(~np.isfinite(total))])
+        return [Finding("exploding-gradients", "error",
+                        f"gradient norm became NaN/inf at sampled step {first}",
+                        evidence={"first_step": first}, hint=hint)]
+    early = np.median(total[: max(1, total.size // 4)])
+    growth = total.max() / early if early > 0 else 0.0
+    if total.size >= 3 and growth >= EXPLODE_GROWTH:
+        peak = int(rec.grad_steps[np.argmax(total)])
+        return [Finding("exploding-gradients", "warning",
+                        f"total gradient norm reached {_f(total.max())} at step {peak}, "
+                        f"{_f(growth)}x its early median {_f(early)}",
+                        evidence={"growth": float(growth), "peak_step": peak,
+                                  "series": evidence_series("total gradient norm",
+                                                            rec.grad_steps, total)},
+                        hint=hint)]
+    ratio = _first_last_ratio(rec)
+    if ratio is not None and ratio[0] > EXPLODE_RATIO:
+        return [Finding("exploding-gradients", "warning",
+                        f"gradients at the first layer {ratio[1]!r} are {_f(ratio[0])}x those "
+                        f"at the last layer {ratio[2]!r} (per element)",
+                        where=ratio[1], evidence={"ratio": ratio[0], "series": ratio[3]},
+                        hint=hint)]
+    return []
+
+
+def _nonfinite_seen(rec: TrainingRecords) -> bool:
+    if any(ev["kind"] == "nonfinite-activation" for ev in rec.events):
+        return True
+    return any("loss" in n and not np.isfinite(v).all() for n, (_, v) in rec.scalars.items())
+
+
+def _exploding_from_loss(rec: TrainingRecords, hint: str) -> list[Finding]:
+    loss = rec.train_loss()
+    if loss is None:
+        return []
+    name, steps, values = loss
+    huge = np.isfinite(values) & (np.abs(values) >= EXPLODE_LOSS)
+    if not huge.any():
+        return []
+    first = int(steps[np.argmax(huge)])
+    return [Finding("exploding-gradients", "error",
+                    f"{name} reached {_f(np.max(np.abs(values[huge])))} (>= {EXPLODE_LOSS:g}), "
+                    f"first at step {first}",
+                    where=name, evidence={"first_step": first}, hint=hint)]
+
+
+def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str, dict] | None:
+    """Median per-element gradient norm of the first weight over the last weight's, and
+    the first weight's gradient norm at every sampled step (for the finding's sparkline)."""
+    if rec.grads.shape[0] < 3:
+        return None
+    numel = np.asarray(rec.param_numel, dtype=float)
+    weights = [i for i, n in enumerate(numel)
+               if n > 1 and not rec.param_paths[i].endswith("bias")]
+    if len(weights) < 2:
+        return None
+    first, last = weights[0], weights[-1]
+    recent = rec.grad("grad_norm")[rec.grads.shape[0] // 2:]
+    rms_first = recent[:, first] / np.sqrt(numel[first])
+    rms_last = recent[:, last] / np.sqrt(numel[last])
+    with np.errstate(all="ignore"):
+        ratios = rms_first / rms_last
+    ok = np.isfinite(ratios)
+    if not ok.any():
+        return None
+    ratio = float(np.median(ratios[ok]))
+    if not np.median(rms_first[ok]) > 0:
+        # exactly zero gradients mean blocked (dead units, detached graph), not vanishing
+        return None
+    series = evidence_series("gradient norm", rec.grad_steps, rec.grad("grad_norm")[:, first])
+    return ratio, rec.param_paths[first], rec.param_paths[last], series
+
+
+def _solved(rec: TrainingRecords) -> bool:
+    """The training loss ended at or below ``SOLVED_SHARE`` of where it started."""
+    loss = rec.train_loss()
+    if loss is None:
+        return False
+    y = loss[2][np.isfinite(loss[2])]
+    if y.size < 10:
+        return False
+    start = float(np.median(y[: max(3, y.size // 20)]))
+    end = float(np.median(y[-max(3, y.size // 10):]))
+    return start > 0 and end <= SOLVED_SHARE * start
+
+
+def rule_vanishing(rec: TrainingRecords) -> list[Finding]:
+    """The first layer's gradient a thousand times smaller (per element) than the last's."""
+    found = _first_last_ratio(rec)
+    if found is None or found[0] >= VANISH_RATIO or _solved(rec):
+        return []
+    ratio, first, last, series = found
+    return [Finding(
+        "vanishing-gradients", "warning",
+        f"gradients at the first layer {first!r} are {_f(ratio)} times those at the last "
+        f"layer {last!r} (per element, median over the recent samples)",
+        where=first, evidence={"ratio": ratio, "series": series},
+        hint="Saturating activations (sigmoid/tanh) in a deep stack or a too-small init: use "
+             "ReLU-family activations, He/Xavier init, normalisation layers or residual "
+             "connections.",
+    )]
+
+
+# -- activations ------------------------------------------------------------------------
+def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
+    """Activation layers where most units output exactly zero for the whole batch."""
+    if rec.activations.shape[0] < 3:
+        return []
+    every = rec.act("dead")
+    dead = every[rec.activations.shape[0] // 2:]
+    out = []
+    for m, cls in enumerate(rec.module_classes):
+        col = dead[:, m][np.isfinite(dead[:, m])]
+        if cls not in ACTIVATION_CLASSES or col.size < 2:
+            continue
+        share = float(np.median(col))
+        if share >= DEAD_SHARE:
+            out.append(Finding(
+                "dead-units", "warning",
+                f"{share:.0%} of the units of {rec.module_paths[m]!r} ({cls}) output 0 for "
+                f"every sample of the batch (median of the last {col.size} samples)",
+                where=rec.module_paths[m],
+                evidence={"dead_share": share,
+                          "series": evidence_series("dead share", rec.act_steps, every[:, m])},
+                hint="Dying ReLUs: a learning rate too high or a large negative bias pushed "
+                     "units below zero for good. Lower the learning rate, check the init, "
+                     "or use LeakyReLU/GELU.",
+            ))
+    return out
+
+
+def rule_input_nonfinite(rec: TrainingRecords) -> list[Finding]:
+    """Sampled input batches that hold NaN/inf."""
+    bad = rec.loader.get("nonfinite_batches", [])
+    if not bad:
+        return []
+    return [Finding(
+        "input-nonfinite", "error",
+        f"{len(bad)} sampled input batches hold NaN/inf values, first batch {bad[0]}",
+        where=f"batch {bad[0]}", evidence={"batches": bad[:20]},
+        hint="Check the dataset and transforms (a division by a zero std, a corrupt "
+             "sample); vd.check_dataset(dataset) names the samples.",
+    )]
+
+
+def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
+    """Exceptions inside collectors, reported instead of reaching the training loop."""
+    return [Finding("collector-error", "warning",
+                    f"{where} raised {message} ({count}x); vizdebug skipped it, training was "
+                    "not affected", where=where,
+                    hint="A vizdebug bug or an unusual module output; please report it.")
+            for where, message, count in rec.errors]
+
+
+# Causes before consequences: bad data, then the first NaN, then the curves.
+RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
+    rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
+    rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
+    rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,
+)
+
+
+def diagnose(rec: TrainingRecords) -> Findings:
+    """Apply every rule to ``rec``.
+
+    Examples
+    --------
+    >>> diagnose(TrainingRecords()).codes
+    []
+    """
+    found: list[Finding] = []
+    for rule in RULES:
+        found.extend(rule(rec))
+    return Findings(found)

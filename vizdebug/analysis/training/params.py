@@ -1,0 +1,96 @@
+"""Training rules about parameters: gradients that are exactly zero, parameters that
+never change. Pure numpy over :class:`~vizdebug.records.TrainingRecords`.
+
+A parameter that got no gradient on a sampled step (an unused head, a branch taken on
+some steps only) is recorded as NaN in both its gradient and its weight norm: that is
+"absent", not "non-finite", and these rules (and the exploding-gradient rule) read it so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...findings import Finding
+from ...records import TrainingRecords
+
+MIN_SAMPLES = 3  # sampled steps before a parameter is judged
+
+
+def absent_grads(rec: TrainingRecords) -> np.ndarray:
+    """``(samples, params)``: True where a parameter had no gradient on that step."""
+    return np.isnan(rec.grad("grad_norm")) & np.isnan(rec.grad("weight_norm"))
+
+
+def _recent(rec: TrainingRecords) -> slice:
+    return slice(rec.grads.shape[0] // 2, None)
+
+
+def rule_zero_gradients(rec: TrainingRecords) -> list[Finding]:
+    """Every gradient of the recent samples exactly zero: the loss does not depend on the
+    parameters (a constant output, a softmax over one unit, a cut graph)."""
+    if rec.grads.shape[0] < MIN_SAMPLES:
+        return []
+    g = rec.grad("grad_norm")[_recent(rec)]
+    present = ~absent_grads(rec)[_recent(rec)]
+    if not present.any() or np.any(g[present] != 0):
+        return []
+    return [Finding(
+        "zero-gradients", "error",
+        f"every gradient is exactly 0 in the last {g.shape[0]} sampled steps "
+        f"({int(present.sum())} parameter readings)",
+        evidence={"samples": int(g.shape[0])},
+        hint="the loss does not depend on the weights: a constant output (softmax over one "
+             "unit, a saturated sigmoid), a graph cut by .detach()/.item()/.numpy() or "
+             "torch.no_grad(), or a non-differentiable step (argmax, round, comparisons) "
+             "before the loss")]
+
+
+def rule_parameters_not_updated(rec: TrainingRecords) -> list[Finding]:
+    """Parameters that receive non-zero gradients but never change: the optimizer does
+    not hold them (built before the module was added, a plain list instead of
+    ``nn.ModuleList``), or ``optimizer.step()`` is never called."""
+    if rec.grads.shape[0] < MIN_SAMPLES:
+        return []
+    g = rec.grad("grad_norm")
+    moved = rec.grad("update_ratio")
+    with np.errstate(invalid="ignore"):
+        graded = (np.nan_to_num(g) > 0).sum(axis=0) >= MIN_SAMPLES
+        still = np.all(np.isnan(moved) | (moved == 0), axis=0)
+    stuck = np.flatnonzero(graded & still)
+    if stuck.size == 0:
+        return _never_graded(rec)
+    names = [rec.param_paths[i] for i in stuck]
+    if stuck.size == int(graded.sum()):
+        return [Finding(
+            "parameters-not-updated", "error",
+            f"no parameter changed in {rec.grads.shape[0]} sampled steps although all "
+            "received gradients",
+            evidence={"parameters": names[:50]},
+            hint="optimizer.step() is not called (or only before backward), or the optimizer "
+                 "was built for another copy of the model: build it from this model's "
+                 "parameters after moving the model to its device")]
+    return [Finding(
+        "parameters-not-updated", "warning",
+        f"{stuck.size} parameters receive gradients but never change: "
+        f"{', '.join(names[:6])}{' ...' if stuck.size > 6 else ''}",
+        where=names[0], evidence={"parameters": names[:50]},
+        hint="the optimizer does not hold them: create the optimizer after every module is "
+             "added, keep sub-modules in nn.ModuleList/ModuleDict (not a Python list), or "
+             "add them with optimizer.add_param_group")]
+
+
+def _never_graded(rec: TrainingRecords) -> list[Finding]:
+    """Parameters without a gradient on every sampled step while others have one."""
+    absent = absent_grads(rec)
+    never = np.flatnonzero(absent.all(axis=0))
+    if never.size == 0 or never.size == absent.shape[1]:
+        return []
+    names = [rec.param_paths[i] for i in never]
+    return [Finding(
+        "parameters-not-updated", "info",
+        f"{never.size} parameters never received a gradient in {absent.shape[0]} sampled "
+        f"steps: {', '.join(names[:6])}{' ...' if never.size > 6 else ''}",
+        where=names[0], evidence={"parameters": names[:50]},
+        hint="they are not used in forward, or sit behind .detach()/torch.no_grad(): if they "
+             "should train, keep the graph connected; if they are meant to be frozen, set "
+             "requires_grad_(False)")]

@@ -1,0 +1,197 @@
+"""What reaches the loss: the model's output and the targets, checked on sampled steps.
+
+The commonest real training faults sit between the model and its loss: a softmax before
+``CrossEntropyLoss`` (which applies ``log_softmax`` itself), probabilities into
+``NLLLoss``, a sigmoid before ``BCEWithLogitsLoss``, class ids outside ``[0, C)``, an
+``(N, 1)`` output against ``(N,)`` targets that ``MSELoss`` silently broadcasts to
+``(N, N)``. None of them raises; the model just trains badly.
+
+:class:`LossWatch` sees every torch loss function, functional (``F.cross_entropy``) or
+module (``nn.CrossEntropyLoss`` calls the functional one), through a
+``torch.overrides.TorchFunctionMode`` (the public way to see torch function calls). The
+mode is entered when a sampled step's forward pass ends and left before the next forward
+or when the optimizer steps, so it costs nothing between samples and only the calls from
+the end of forward to ``optimizer.step()`` on a sampled step. The checks themselves read
+a few reductions of the loss's inputs (one device sync on a sampled step).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .anomaly import AnomalyEvent
+from .loss_rules import LOSS_FUNCTIONS, backward_problems, check_loss_call
+
+__all__ = ["LOSS_FUNCTIONS", "LossWatch"]
+
+FULL_CHECKS = 16
+CHECK_EVERY = 8
+SQUASHES = frozenset({"softmax", "sigmoid"})
+# functions that apply their own softmax/sigmoid to their first argument
+SQUASHING_INPUTS = frozenset({"log_softmax", "cross_entropy", "softmax",
+                              "binary_cross_entropy_with_logits"})
+
+
+class LossWatch:
+    """Arms a torch function mode on sampled steps and checks each loss call it sees.
+
+    ``record`` receives an :class:`~vizdebug.collect.checks.anomaly.AnomalyEvent` per problem
+    (each code and loss function once per session); ``on_error`` gets any exception of
+    the checks, which never reach the training loop.
+    """
+
+    def __init__(self, record: Callable[[AnomalyEvent], None],
+                 on_error: Callable[[str, BaseException], None],
+                 known_params: Callable[[], set[int] | None] | None = None) -> None:
+        self.record = record
+        self.on_error = on_error
+        # ids of the tensors an optimizer may update (the model's parameters and the
+        # optimizer's): a leaf of the loss's graph outside them is never trained
+        self.known_params = known_params
+        self.graph_checked = False
+        self.step = 0
+        self.calls = 0  # loss calls checked
+        self.offered = 0  # sampled steps offered to arm()
+        self.seen: set[tuple[str, str]] = set()
+        self._mode: Any = None
+        self._depth = -1
+        self._thread = 0  # modes are per thread: only the arming thread may leave it
+        self._squashed: dict[int, tuple[str, weakref.ref]] = {}
+
+    @property
+    def armed(self) -> bool:
+        return self._mode is not None
+
+    def arm(self, step: int) -> None:
+        """Watch the torch calls from here (the end of a sampled forward pass): on the
+        first ``FULL_CHECKS`` sampled steps, then on every ``CHECK_EVERY``-th (the
+        faults these checks name are there from the first batch, bar a rare class id)."""
+        if self._mode is not None:
+            return
+        self.offered += 1
+        if self.offered > FULL_CHECKS and self.offered % CHECK_EVERY:
+            return
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return
+        try:
+            mode = _mode_class()(self)
+            mode.__enter__()
+            self._mode, self.step = mode, step
+            self._depth, self._thread = _stack_depth(), threading.get_ident()
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def disarm(self) -> None:
+        """Stop watching (harmless when not armed). Only the thread that armed it can, and
+        a mode pushed after ours by someone else is left alone: ours is popped only when it
+        is on top."""
+        mode = self._mode
+        if mode is None or threading.get_ident() != self._thread:
+            return
+        try:
+            if _stack_depth() == self._depth:
+                mode.__exit__(None, None, None)
+                self._mode = None
+                self._squashed.clear()
+        except Exception as exc:
+            self._mode = None
+            self.on_error("the loss check", exc)
+
+    def inspect(self, name: str, args: tuple, kwargs: dict) -> None:
+        """Check one loss call (never raises)."""
+        try:
+            self.calls += 1
+            for problem in check_loss_call(name, args, kwargs):
+                self._report(name, *problem)
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def backward(self, loss: Any) -> None:
+        """``loss.backward()`` on a sampled step: is the loss connected to the model's
+        parameters, and only to tensors someone trains? (never raises)"""
+        try:
+            known = None
+            if not self.graph_checked and self.known_params is not None:
+                known = self.known_params()  # None until an optimizer is known
+            for problem in backward_problems(loss, known):
+                self._report("backward", *problem)
+            self.graph_checked = self.graph_checked or known is not None
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def note_squashed(self, name: str, result: Any) -> None:
+        """Remember a softmax/sigmoid output made after forward (by id, while armed)."""
+        try:
+            if len(self._squashed) < 64:
+                self._squashed[id(result)] = (name, weakref.ref(result))
+        except Exception as exc:  # never the training loop's problem
+            self.on_error("the loss check", exc)
+
+    def squashed_input(self, name: str, tensor: Any) -> None:
+        """A function that applies its own softmax/sigmoid was handed one's output."""
+        try:
+            seen = self._squashed.get(id(tensor))
+            if seen is None or seen[1]() is not tensor:
+                return
+            self._report(name, "loss-output-mismatch", "warning",
+                         f"{name} was applied to the output of {seen[0]}: the probabilities "
+                         f"are squashed twice (log_softmax(softmax(x)) is not log-probabilities "
+                         f"of the model's scores)",
+                         "drop the extra softmax/sigmoid: pass raw scores to log_softmax or to "
+                         "the loss, which applies its own")
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def _report(self, name: str, code: str, severity: str, message: str, hint: str) -> None:
+        if (code, name) in self.seen:
+            return
+        self.seen.add((code, name))
+        self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message,
+                                 {"severity": severity, "hint": hint, "function": name}))
+
+
+def _stack_depth() -> int:
+    import torch
+
+    # How many torch function modes are active on this thread: ours must be the top one
+    # when we leave. torch has no public getter for the depth; this one is stable since
+    # torch 2.0 and tested in tests/test_collect_losses.py against the pinned version.
+    return int(torch._C._len_torch_function_stack())
+
+
+_MODE_CLASS: Any = None
+
+
+def _mode_class() -> type:
+    """The mode class, built once torch is imported (torch stays a lazy import)."""
+    global _MODE_CLASS
+    if _MODE_CLASS is None:
+        from torch.overrides import TorchFunctionMode
+
+        class LossMode(TorchFunctionMode):
+            def __init__(self, watch: LossWatch) -> None:
+                super().__init__()
+                self.watch = watch
+
+            def __torch_function__(self, func: Any, types: Any, args: tuple = (),
+                                   kwargs: dict | None = None) -> Any:
+                kwargs = kwargs or {}
+                name = getattr(func, "__name__", "")
+                if name in LOSS_FUNCTIONS:
+                    self.watch.inspect(name, args, kwargs)
+                elif name == "backward" and args:
+                    self.watch.backward(args[0])
+                if name in SQUASHING_INPUTS and args:
+                    self.watch.squashed_input(name, args[0])
+                result = func(*args, **kwargs)
+                if name in SQUASHES:
+                    self.watch.note_squashed(name, result)
+                return result
+
+        _MODE_CLASS = LossMode
+    return _MODE_CLASS

@@ -1,0 +1,399 @@
+"""Forward, pre-forward and gradient hooks on a model: per-layer health, lazily read.
+
+:class:`ModelHooks` attaches and detaches the hooks and holds the closures; the state is
+owned by a few objects, each with one job:
+
+- :class:`~.clock.StepClock`: which training step runs (counted by the model's optimizer,
+  or by forward passes until one steps);
+- :class:`~.sampling.StepSampler`: whether a step is sampled (``every``, or ``"auto"``'s
+  time budget);
+- :class:`~.outputs.OutputCollector`: the sampled step's module outputs, reduced together
+  when the forward pass ends;
+- :class:`~.gradients.GradientCollector`: gradient and weight norms, read at the end of
+  backward, and the cache of the weights' numpy views;
+- :class:`~.pending.PendingSteps`: the sealed steps not read yet, and their batched read
+  into the sample buffers (``activations``, ``grads``);
+- :class:`~.crash.CrashNamer`: which module received ``None``, also after a crash;
+- :class:`~.losses.LossWatch` and :class:`~.optimizer_checks.OptimizerChecks`: what
+  reaches the loss, and the optimizer's state, on sampled steps.
+
+Between samples no hook runs in the model: the per-layer hooks (and, once an optimizer
+counts the steps, the root module's) are attached for sampled steps only; with
+``every=1`` or an immediate ``on_anomaly`` they stay. Hooks never change an output (they
+return ``None``) and never draw random numbers; any exception inside one is handed to
+``on_error`` and training goes on. The model is held by a weak reference.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..checks.anomaly import AnomalyPolicy, WatchAnomaly
+from ..checks.crash import CrashNamer
+from ..checks.losses import LossWatch
+from ..checks.optimizer import OptimizerChecks
+from .clock import StepClock
+from .fused import StepPreHook, at_end_of_backward
+from .gradients import GradientCollector, StepGrads
+from .outputs import OutputCollector
+from .pending import READ_AFTER, PendingSteps
+from .sampling import StepSampler
+from .stats import first_tensor, nonfinite_event
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["READ_AFTER", "ModelHooks"]
+# Shape-only modules repeat their input's statistics: not worth a sample.
+_RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
+ErrorSink = Callable[[str, BaseException], None]
+
+
+class ModelHooks:
+    """The hooks on one model, and the statistics they collected.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    >>> hooks = ModelHooks(model, every=1, policy=AnomalyPolicy("ignore"))
+    >>> _ = model(torch.randn(8, 4)); hooks.flush()
+    >>> hooks.module_paths, len(hooks.activations)
+    (['0', '1'], 1)
+    >>> hooks.remove()
+    """
+
+    def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
+                 on_error: ErrorSink | None = None, capacity: int = 1000) -> None:
+        self.every = every
+        self.sampler = StepSampler(every)
+        self.policy = policy
+        self.on_error = on_error or (lambda where, exc: None)
+        self.model_ref = weakref.ref(model)
+        named = [(n, m) for n, m in model.named_modules() if not any(True for _ in m.children())]
+        self.module_paths = [n or type(model).__name__ for n, _ in named]
+        self.module_classes = [type(m).__name__ for _, m in named]
+        params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.param_paths = [n for n, _ in params]
+        leaf_ids = {id(m) for _, m in named}
+        self._leaves = [weakref.ref(m) for _, m in named]
+        self._containers = [(n, weakref.ref(m)) for n, m in model.named_modules()
+                            if id(m) not in leaf_ids]
+        self.outputs = OutputCollector(self.module_classes, [m for _, m in named])
+        self.gradients = GradientCollector([p for _, p in params])
+        self.pending = PendingSteps(self.module_paths, self.module_classes, len(params),
+                                    policy, capacity)
+        self.activations, self.grads = self.pending.activations, self.pending.grads
+        paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
+        self.crash = CrashNamer(paths, policy, step=lambda: self.step)
+        self.optimizer_checks = OptimizerChecks(self.model_ref, self.param_paths,
+                                                self.gradients.params, policy, capacity)
+        self.losses = LossWatch(policy.record, self.on_error,
+                                lambda: self.optimizer_checks.trainable_ids(self.clock))
+        # the loss checks stop before the model's optimizer steps (its loss was seen)
+        self._loss_seen = StepPreHook(self.losses.disarm, lambda: self.clock.optimizer,
+                                      self.on_error)
+        self.sampling = False  # the step in progress is sampled
+        self._sampled_step: int | None = None  # its number, until it is sealed
+        self._eval = False
+        # (ident, Thread) of the thread whose steps the clock counts
+        self.train_thread: tuple[int, threading.Thread] | None = None
+        # Per-layer hooks cost Python calls on every step, so they are attached only for
+        # sampled steps; with every=1 or an immediate on_anomaly they stay.
+        self.permanent = every == 1 or policy.immediate
+        self._paused_at: float | None = None
+        self._removed = False
+        self.handles: list[Any] = self._root_hooks(model)
+        self.step_handles: list[Any] = []
+        self.clock = StepClock({id(p) for _, p in params}, self._new_step,
+                               self._optimizer_counts, self.on_error)
+        if self.permanent:
+            self._attach()
+
+    @property
+    def step(self) -> int:
+        """The training step in progress (-1 before the first)."""
+        return self.clock.step
+
+    @property
+    def steps(self) -> int:
+        """Training steps so far (see :attr:`StepClock.steps`)."""
+        return self.clock.steps
+
+    # -- registration -------------------------------------------------------------------
+    def _root_hooks(self, model: torch.nn.Module) -> list[Any]:
+        return [model.register_forward_pre_hook(self._root_pre_hook),
+                model.register_forward_hook(self._root_post_hook, always_call=True)]
+
+    def _attach(self) -> None:
+        add = self.step_handles.append
+        model = self.model_ref()
+        if self.clock.optimizer is not None and not self.permanent and model is not None:
+            self.step_handles += self._root_hooks(model)  # for eval passes, crash naming
+        # A None input is checked before forward only where it must stop there (raise,
+        # pdb); otherwise the forward hook sees the same inputs after forward (one Python
+        # hook per module instead of two), and a crash on None is named by the root hook.
+        before = self.policy.immediate
+        for idx, ref in enumerate(self._leaves):
+            module = ref()
+            if module is not None:
+                if before:
+                    add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
+                add(module.register_forward_hook(self._make_forward_hook(idx)))
+        for path, ref in self._containers:
+            module = ref()
+            if module is not None:
+                add(module.register_forward_hook(self._make_container_hook(path)))
+        for idx, ref in enumerate(self.gradients.params):
+            param = ref()
+            if param is not None:
+                add(param.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+
+    def _detach(self) -> None:
+        handles, self.step_handles = self.step_handles, []
+        _remove(handles)
+
+    def _remove_root_hooks(self) -> None:
+        handles, self.handles = self.handles, []
+        _remove(handles)
+
+    def pause(self) -> None:
+        """Take every hook off until :meth:`resume` (call between training steps); the
+        time in between counts neither as training nor as collector time."""
+        if self._paused_at is not None or self._removed:
+            return
+        self._paused_at = self.sampler.clock()
+        self._disarm()
+        self.clock.unhook()
+        self._detach()
+        _remove(self.handles)
+
+    def resume(self) -> None:
+        """Put back what :meth:`pause` took off (harmless when not paused)."""
+        if self._paused_at is None or self._removed:
+            return
+        self.sampler.exclude(self.sampler.clock() - self._paused_at)
+        self._paused_at = None
+        model = self.model_ref()
+        if model is None:
+            return
+        self.clock.hook()
+        if self.handles:
+            self.handles = self._root_hooks(model)
+        if self.permanent or self.sampling or self._sampled_step is not None:
+            self._attach()
+
+    def remove(self) -> None:
+        """Remove every hook (harmless when called twice)."""
+        self._disarm()
+        self._paused_at, self._removed = None, True
+        self.clock.unhook()
+        self._detach()
+        self._remove_root_hooks()
+        self.gradients.clear()
+        self.outputs.discard()
+        self._sampled_step = None
+
+    # -- the step clock's callbacks -----------------------------------------------------
+    def _optimizer_counts(self) -> None:
+        """An optimizer counts the steps from now on: the root hooks go (but for sampled
+        steps, or for good with ``every=1``/an immediate ``on_anomaly``)."""
+        if not self.permanent:
+            self._detach()
+            self._remove_root_hooks()
+
+    def _new_step(self) -> None:
+        """A training step starts: seal the sampled one that ended, and attach or detach
+        the per-layer hooks (a few comparisons between samples)."""
+        if self.train_thread is None or self.train_thread[0] != threading.get_ident():
+            self.train_thread = (threading.get_ident(), threading.current_thread())
+        try:
+            self._disarm()  # the sampled step's loss was seen (or never came)
+            sampler, step = self.sampler, self.step
+            sampling = sampler.start_step(step)
+            if not sampling and self._sampled_step is None and (
+                    self.permanent or not self.step_handles):
+                self.sampling = False
+                return
+            start = sampler.clock()
+            if self._seal():
+                sampler.charge(sampler.clock() - start)
+                sampler.sample_done(step)
+                sampling = sampler.start_step(step)
+                start = sampler.clock()
+            self.sampling = sampling
+            if sampling:
+                sampler.begin_sample()
+                self._begin_sample(step)
+            if not self.permanent and sampling and not self.step_handles:
+                self._attach()
+            elif not self.permanent and not sampling and self.step_handles:
+                self._detach()
+            sampler.charge(sampler.clock() - start)
+        except Exception as exc:
+            self.on_error("the step counter", exc)
+
+    def _begin_sample(self, step: int) -> None:
+        self._sampled_step = step
+        self.optimizer_checks.begin(step, self.clock)
+        self.outputs.begin()
+        self.gradients.begin()
+
+    def _seal(self) -> bool:
+        """Hand the finished sampled step to the pending steps (no read). True when a
+        sampled step was sealed."""
+        with self.pending.lock:
+            step, self._sampled_step = self._sampled_step, None
+            if step is None:
+                return False
+            self.pending.add(step, self.outputs.seal(), self.gradients.seal(), self.step)
+            return True
+
+    # -- hooks --------------------------------------------------------------------------
+    def _root_pre_hook(self, module: torch.nn.Module, args: tuple) -> None:
+        try:
+            self._disarm()
+            self._eval = not module.training
+            self.clock.forward(module.training)
+        except Exception as exc:
+            self.on_error("the step counter", exc)
+
+    def _root_post_hook(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
+        """Reduces the pass's outputs; also runs when forward raised: a module that
+        crashed on a ``None`` is named."""
+        exc = sys.exc_info()[1]
+        try:
+            if exc is not None:
+                self.outputs.discard()
+                self.crash.crashed(exc)
+            elif self._sampled_step is not None:
+                start = self.sampler.clock()
+                self.outputs.end_forward()
+                self.losses.arm(self._sampled_step)  # what reaches the loss, until it is seen
+                if self.losses.armed and self.clock.optimizer is not None:
+                    self._loss_seen.start()
+                self.sampler.charge(self.sampler.clock() - start)
+        except Exception as err:
+            self.on_error("the activation collector" if exc is None else "the crash diagnosis",
+                          err)
+
+    def _disarm(self) -> None:
+        if self.losses.armed:
+            self.losses.disarm()
+        self._loss_seen.stop()
+
+    def _make_pre_hook(self, idx: int) -> Callable:
+        path, cls = self.module_paths[idx], self.module_classes[idx]
+
+        def pre_hook(module: torch.nn.Module, args: tuple) -> None:
+            for arg in args:
+                if arg is None:
+                    self.crash.inputs_none(path, cls, args, sys._getframe(1))
+                    break
+        return pre_hook
+
+    def _make_forward_hook(self, idx: int) -> Callable:
+        from torch import Tensor
+
+        immediate = self.policy.immediate
+        path, cls = self.module_paths[idx], self.module_classes[idx]
+        skip = cls in _RESHAPES
+        keep = self.outputs.output
+
+        def forward_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
+            try:
+                if not immediate:  # (raise/pdb check in a pre-hook)
+                    for arg in inputs:
+                        if arg is None:
+                            self.crash.inputs_none(path, cls, inputs, sys._getframe(0))
+                            break
+                if output is None:
+                    self.crash.output_none(path)
+                    return
+                if immediate:
+                    self._check_finite(idx, inputs, output, sys._getframe(0))
+                if self.sampling and not self._eval and not skip:
+                    tensor = output if isinstance(output, Tensor) else first_tensor(output)
+                    if tensor is not None:
+                        keep(idx, tensor, module, inputs)  # reduced when forward ends
+            except WatchAnomaly:
+                raise
+            except Exception as exc:
+                self.on_error(f"the activation collector on {path!r}", exc)
+        return forward_hook
+
+    def _make_container_hook(self, path: str) -> Callable:
+        def container_hook(module: torch.nn.Module, inputs: tuple, output: Any) -> None:
+            if output is None:
+                self.crash.output_none(path or type(module).__name__)
+        return container_hook
+
+    def _make_grad_hook(self, idx: int) -> Callable:
+        path = self.param_paths[idx]
+        return self.gradients.make_hook(
+            idx, self._first_gradient,
+            lambda exc: self.on_error(f"the gradient collector on {path!r}", exc))
+
+    def _first_gradient(self, idx: int, grads: StepGrads) -> None:
+        """The first gradient of a sampled step's backward pass: read them all at its end."""
+        at_end_of_backward(functools.partial(self._backward_ended, grads))
+        self.optimizer_checks.first_gradient(idx, self.clock, self.step, eval_forward=self._eval)
+
+    def _backward_ended(self, grads: StepGrads) -> None:
+        try:
+            start = self.sampler.clock()
+            self.gradients.end_of_backward(grads)
+            self.sampler.charge(self.sampler.clock() - start)
+        except Exception as exc:
+            self.on_error("the gradient collector", exc)
+
+    # -- anomalies ----------------------------------------------------------------------
+    def _check_finite(self, idx: int, inputs: tuple, output: Any, frame: Any) -> None:
+        """Under raise/pdb: stop at the first non-finite output (a sync per module)."""
+        if "nonfinite-activation" not in self.policy.kinds:
+            event = nonfinite_event(first_tensor(output), inputs, self.module_paths[idx],
+                                    self.module_classes[idx], max(self.step, 0))
+            if event is not None:
+                self.policy.handle(event, frame=frame)
+
+    # -- reading --------------------------------------------------------------------------
+    def check_crash(self) -> None:
+        """Name a module that crashed on a ``None`` input, from the exception a notebook
+        or the interactive interpreter kept: with the optimizer counting the steps, no
+        hook watches forward between samples."""
+        if self.clock.optimizer is None or self.permanent:
+            return  # the root hooks are attached: they named it as it happened
+        try:
+            self.crash.check_last()
+        except Exception as err:
+            self.on_error("the crash diagnosis", err)
+
+    def flush(self) -> None:
+        """Seal the step in progress and read everything (call between steps). From
+        another thread than the one that trains (a notebook asking for findings while
+        training runs in a background thread) only what is sealed is read: sealing the
+        step in progress there would race with its hooks."""
+        trainer = self.train_thread
+        if trainer is not None and trainer[0] != threading.get_ident() and trainer[1].is_alive():
+            self.read_sealed()
+            return
+        self._disarm()
+        self.check_crash()
+        with self.pending.lock:
+            self._seal()
+            self.pending.read_all()
+
+    def read_sealed(self) -> None:
+        """Read what is already sealed, leaving the step in progress alone (any thread)."""
+        self.check_crash()
+        self.pending.read_all()
+
+
+def _remove(handles: list[Any]) -> None:
+    for handle in handles:
+        handle.remove()

@@ -1,0 +1,2 @@
+"""The Session: attaches the collectors, folds their records, feeds the store, follows the
+kernel's cells."""
