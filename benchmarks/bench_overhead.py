@@ -207,7 +207,7 @@ def configurations(with_wandb: bool) -> dict[str, Setup]:
     configs: dict[str, Setup] = {
         "plain loop": plain,
         "plain loop, second copy (noise floor)": plain,
-        f"vd.watch defaults (every={vd.collect.session.core.DEFAULT_EVERY})": watch(None),
+        f"vd.watch defaults (every={vd.collect.session.watch.DEFAULT_EVERY})": watch(None),
         "vd.watch(every=10)": watch(10),
         "vd.watch(every=1)": watch(1),
         "TensorBoard histograms every step": tensorboard(1),

@@ -11,7 +11,8 @@ from .analysis.datasets.input_checks import check_batch
 from .analysis.datasets.predictions import check_predictions
 from .analysis.datasets.scan import check_dataset
 from .analysis.datasets.splits import check_split
-from .collect.session.core import Session, watch
+from .collect.session.core import Session
+from .collect.session.watch import watch
 from .errors import AnomalyError, VizdebugError, VizdebugTypeError
 from .findings import Finding, Findings
 from .report import report

@@ -152,7 +152,12 @@ class Findings(list):
     1
     """
 
-    def __init__(self, items: Iterable[Finding] = ()) -> None:
+    #: What vizdebug understood about the run, one line per fact (a training diagnosis
+    #: sets it; shown under the findings so a user sees why a rule spoke or stayed quiet).
+    profile: tuple[str, ...] = ()
+
+    def __init__(self, items: Iterable[Finding] = (), *, profile: Iterable[str] = ()) -> None:
+        self.profile = tuple(str(line) for line in profile)
         items = list(items)
         for item in items:
             if not isinstance(item, Finding):
@@ -179,7 +184,8 @@ class Findings(list):
         return Findings(f for f in self if SEVERITIES.index(f.severity) >= rank)
 
     def __add__(self, other: Iterable[Finding]) -> Findings:  # type: ignore[override]
-        return Findings([*self, *other])
+        return Findings([*self, *other],
+                        profile=self.profile or getattr(other, "profile", ()))
 
     def __repr__(self) -> str:
         if not self:
@@ -285,9 +291,11 @@ def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothin
     """Findings as an HTML list, each with what it points at (the flagged samples and their
     thumbnails, the layer and its recorded statistic, the feature, the metric); every
     user-derived string is escaped."""
+    profile = _profile_html(getattr(findings, "profile", ()))
     findings = list(findings)
     if not findings:
-        return f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; {html.escape(empty)}</div>'
+        return (f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; '
+                f'{html.escape(empty)}</div>{profile}')
     rows = []
     said: dict[str, str] = {}  # a hint already shown -> whose it was (said once, not per row)
     for f in findings:
@@ -307,7 +315,18 @@ def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothin
             f'<code>{html.escape(f.code)}</code>{where}: {html.escape(f.message)}{hint}'
             f'{_evidence_html(f)}</li>'
         )
-    return f'<ul class="vd-findings" style="padding-left:0;font-family:sans-serif;font-size:13px">{"".join(rows)}</ul>'
+    return (f'<ul class="vd-findings" style="padding-left:0;font-family:sans-serif;font-size:13px">'
+            f'{"".join(rows)}</ul>{profile}')
+
+
+def _profile_html(lines: Sequence[str]) -> str:
+    """The training profile under the findings: a closed block, one escaped line a fact."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return ('<details class="vd-profile" style="font-family:sans-serif;font-size:12px;'
+            'color:#444;margin:0.3em 0"><summary>What vizdebug understood about this run'
+            f'</summary><ul style="margin:0.2em 0 0 1em;padding:0">{items}</ul></details>')
 
 
 def _evidence_html(f: Finding) -> str:

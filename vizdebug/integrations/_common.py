@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 from .._env import in_kernel
-from ..collect.session.core import Session, watch
+from ..collect.session.core import Session
+from ..collect.session.watch import watch
 from ..errors import VizdebugTypeError, describe
 from ..records import EVAL_PREFIXES
 

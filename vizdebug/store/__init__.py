@@ -3,6 +3,7 @@ bytes, never pickle. ``watch(model, store=path)`` writes, :func:`open_run` reads
 
 from __future__ import annotations
 
-from .run import Run, open_run
+from .opening import open_run
+from .run import Run
 
 __all__ = ["Run", "open_run"]

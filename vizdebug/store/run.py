@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import os
 import platform
 import sqlite3
 import threading
@@ -30,13 +29,21 @@ import numpy as np
 
 from .._viewable import Viewable
 from ..analysis.training.diagnose import diagnose
-from ..errors import VizdebugError, VizdebugTypeError, describe
+from ..errors import VizdebugError
 from ..findings import Finding, Findings
 from ..records import TrainingRecords
 from .claim import LockProbe
 from .embeddings import StoredEmbeddings
 from .reader import RunReader, loader_record
-from .sanitize import MAX_WORLD, clean_errors, clean_events, clean_loader, clean_meta, fill_names
+from .sanitize import (
+    MAX_WORLD,
+    clean_errors,
+    clean_events,
+    clean_loader,
+    clean_meta,
+    clean_program,
+    fill_names,
+)
 from .schema import (
     FORMAT,
     FORMAT_VERSION,
@@ -54,25 +61,6 @@ if TYPE_CHECKING:
 STALE_AFTER = 4.0   # write intervals without a heartbeat before a "running" run whose
 #                     writer's liveness cannot be asked (no file lock) counts as interrupted
 HUNG_AFTER = 30.0   # seconds without a heartbeat before a writer that is alive counts as hung
-
-
-def _resolve(path: object) -> Path:
-    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
-        raise VizdebugTypeError(f"open_run() takes the path of a run file, got {describe(path)}")
-    p = Path(os.fspath(path)).expanduser()
-    if p.is_dir():
-        runs = sorted((f for f in p.glob("*.sqlite") if ".rank" not in f.name and is_run_file(f)),
-                      key=lambda f: f.stat().st_mtime)
-        if not runs:
-            raise VizdebugError(f"no vizdebug run (*.sqlite) in the folder {str(p)!r}")
-        return runs[-1]
-    if not p.exists():
-        raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
-                            "vd.watch(model, store=...)")
-    if not is_run_file(p):
-        raise VizdebugError(f"{str(p)!r} is not a vizdebug run file (an SQLite file written "
-                            "by vd.watch(model, store=...))")
-    return p
 
 
 class _SystemArray:
@@ -227,7 +215,7 @@ class Run(Viewable, StoredEmbeddings):
             self._reader.update(conn, widths)
         reader = self._reader
         self.damage.update(reader.damage)
-        blobs = self._blobs("events", "errors", "loader")
+        blobs = self._blobs("events", "errors", "loader", "program")
         self.system = _SystemArray(reader.system)
         act_steps, acts = reader.samples["activations"]
         grad_steps, grads = reader.samples["grads"]
@@ -243,6 +231,7 @@ class Run(Viewable, StoredEmbeddings):
             loader=self._part(lambda b: clean_loader(loader_record(b, self._query(
                 "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or {},
             errors=self._part(clean_errors, blobs.get("errors")), every=meta["every"],
+            program=self._part(clean_program, blobs.get("program")) or None,
         )
 
     def _part(self, read: Any, value: Any) -> Any:
@@ -267,7 +256,7 @@ class Run(Viewable, StoredEmbeddings):
     def findings(self) -> Findings:
         """The diagnosis of the stored run (the same rules as a live session), plus a note
         when the run was interrupted or its file is damaged."""
-        return Findings([*diagnose(self.records()), *self.state_findings()])
+        return diagnose(self.records()) + self.state_findings()
 
     def state_findings(self) -> list[Finding]:
         """``run-interrupted`` when the writer stopped without closing, and a
@@ -375,24 +364,3 @@ class Run(Viewable, StoredEmbeddings):
         return (f"<vizdebug Run {self.path.name}: {self.state}, last step {self.last_step}, "
                 f"{len(self.meta['module_paths'])} modules, rank "
                 f"{self.meta.get('rank', 0)} of {self.meta.get('world_size', 1)}>")
-
-
-def open_run(path: str | os.PathLike) -> Run:
-    """Open a run stored by ``vd.watch(model, store=path)``.
-
-    ``path`` is the run file, or a folder (its newest run). The run may still be written
-    by another process: the Run reads what was committed, and its dashboard follows.
-
-    Examples
-    --------
-    >>> import torch, tempfile, os, vizdebug as vd
-    >>> path = os.path.join(tempfile.mkdtemp(), "run.sqlite")
-    >>> model = torch.nn.Linear(3, 1)
-    >>> with vd.watch(model, store=path) as session:
-    ...     for step in range(3):
-    ...         session.log(loss=float(step))
-    >>> run = vd.open_run(path)
-    >>> run.state, run.scalars()["value"].tolist()
-    ('closed', [0.0, 1.0, 2.0])
-    """
-    return Run(_resolve(path))

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..findings import CODES
+from ..records import ProgramFacts
 from .schema import DamagedRun
 
 MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
@@ -69,6 +70,16 @@ def clean_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if out.get("interval") is not None and out["interval"] <= 0:
         out["interval"] = None
     return out, problems
+
+
+def clean_program(value: Any) -> ProgramFacts | None:
+    """The program facts as the training profile reads them (``None``: an older run)."""
+    if value is None:
+        return None
+    try:
+        return ProgramFacts.from_json(value)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DamagedRun("blobs", f"the stored program facts are damaged ({exc})") from None
 
 
 def clean_events(value: Any) -> list[dict[str, Any]]:

@@ -260,6 +260,8 @@ class RunWriter:
             self._put_blob(conn, "events", "json", to_json(delta.events))
         if delta.errors is not None:
             self._put_blob(conn, "errors", "json", to_json([list(e) for e in delta.errors]))
+        if delta.program is not None:
+            self._put_blob(conn, "program", "json", to_json(delta.program))
         if delta.loader is not None:
             for key, value in delta.loader.items():
                 if isinstance(value, np.ndarray):

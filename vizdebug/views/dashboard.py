@@ -141,7 +141,7 @@ class Dashboard(View):
         """The panels (``{name: {"data", "layout"}}``), the findings' HTML, the status."""
         rec = self.source.records(flush=flush)
         system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
-        self._findings = Findings([*diagnose(rec), *self.source.state_findings()])
+        self._findings = diagnose(rec) + self.source.state_findings()
         panels = dashboard_panels(rec, system)
         return panels, findings_html(self._findings), _status(self.source, rec)
 

@@ -47,6 +47,8 @@ class StepClock:
         self._others = 0  # steps of another owning optimizer since the clock's last one
         self._handle: Any = None
         self.marked = False  # the training loop says where steps begin (begin())
+        # called after each step of any optimizer, with its step() arguments
+        self.any_step: Callable[[Any, Any, Any], None] | None = None
         # called after each step the optimizer counts, from inside its step post-hook
         self.after_optimizer_step: list[Callable[[], None]] = []
         # while True, hook()/unhook() leave the global hook as it is: a listener pausing
@@ -133,6 +135,8 @@ def _optimizer_hook(ref: weakref.ref) -> Callable:
         clock = ref()
         if clock is not None:
             try:
+                if clock.any_step is not None:
+                    clock.any_step(optimizer, args, kwargs)  # every optimizer (the profile)
                 clock.optimizer_stepped(optimizer)
             except Exception as exc:
                 clock.on_error("the step counter", exc)

@@ -99,6 +99,7 @@ class ModelHooks:
         self._loss_seen = StepPreHook(self.losses.disarm, lambda: self.clock.optimizer,
                                       self.on_error)
         self.sampling = False  # the step in progress is sampled
+        self.on_input: Callable[[tuple], None] | None = None  # a sampled step's model input
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
         # (ident, Thread) of the thread whose steps the clock counts
@@ -260,6 +261,8 @@ class ModelHooks:
             self._disarm()
             self._eval = not module.training
             self.clock.forward(module.training)
+            if self.on_input is not None and self._sampled_step is not None and not self._eval:
+                self.on_input(args)  # a sampled training step's input (the program's shape)
         except Exception as exc:
             self.on_error("the step counter", exc)
 

@@ -9,12 +9,9 @@ re-run cell) closes the previous session first, so hooks never pile up.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import threading
 import time
 import traceback
-import weakref
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,16 +21,15 @@ from ..._env import distributed_rank
 from ..._viewable import Viewable
 from ...analysis.training.curves import is_lr_name
 from ...analysis.training.diagnose import diagnose
-from ...errors import VizdebugTypeError, describe
 from ...findings import Finding, Findings
 from ...records import BATCH_FIELDS, TrainingRecords
 from ...store.writer import RunWriter, store_path
-from ..checks.anomaly import AnomalyPolicy, check_on_anomaly
+from ..checks.anomaly import AnomalyPolicy
 from ..checks.mode_watch import ModeWatch
 from ..hooks.engine import ModelHooks
-from ..hooks.sampling import check_every
 from ..taps.embeddings import EmbeddingTracking
 from ..taps.loader import LoaderTap, tap_iterable
+from ..taps.program import ProgramTap
 from ..taps.scalars import ScalarLog
 from ..taps.system import SystemSampler
 from .feed import StoreFeed
@@ -43,19 +39,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch
 
-DEFAULT_EVERY = "auto"
-_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 TAP_EVERY = 10  # batch statistics of every n-th batch (all batches are timed)
-
-
-def _check_model(model: object) -> None:
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(model, torch.nn.Module):
-        raise VizdebugTypeError(
-            f"watch() takes a torch.nn.Module, got {describe(model)}; pass the model you "
-            "train, e.g. vd.watch(model, loader=train_loader)"
-        )
 
 
 class Session(Viewable, EmbeddingTracking):
@@ -93,6 +78,7 @@ class Session(Viewable, EmbeddingTracking):
             self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
         self.modes = ModeWatch(model, policy, self.tap, self.hooks, self._on_error)  # eval passes
+        self.program = _program_tap(model, self.hooks, loader)  # the program's shape
         self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
         self.system = SystemSampler(system_interval).start()
         self.closed = False
@@ -195,7 +181,7 @@ class Session(Viewable, EmbeddingTracking):
             param_paths=list(hooks.param_paths), param_numel=list(self.param_numel),
             grad_steps=hooks.grads.steps(), grads=hooks.grads.stacked(len(hooks.param_paths)),
             events=[vars(ev) for ev in self.policy.events], loader=self.loader_record(),
-            errors=self.collector_errors(), every=self.every,
+            errors=self.collector_errors(), every=self.every, program=self.program.facts(),
         )
 
     def collector_errors(self) -> list[tuple[str, str, int]]:
@@ -346,52 +332,18 @@ class Session(Viewable, EmbeddingTracking):
             pass
 
 
+def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> ProgramTap:
+    """The program's shape, fed by the hooks' sampled inputs and every optimizer's steps."""
+    program = ProgramTap(model)
+    clock = hooks.clock
+    program.step = lambda: clock.step
+    hooks.on_input = program.observe_input
+    clock.any_step = program.optimizer_stepped
+    if loader is not None:
+        program.observe_loader(loader)
+    return program
+
+
 def _progress(session: Session) -> tuple[int, int]:
     """What moves at every training step: the logged step and the optimizer's count."""
     return (session.log_store.next_step, session.hooks.steps)
-
-
-def watch(model: torch.nn.Module, *, loader: Any = None, every: int | str = DEFAULT_EVERY,
-          store: str | os.PathLike | None = None, on_anomaly: str = "warn") -> Session:
-    """Attach collectors to ``model`` (and ``loader``) and return the :class:`Session`.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        The model you train. Held by a weak reference; its outputs are never changed.
-    loader : DataLoader, optional
-        Tapped for data-wait vs compute time, batch statistics and a few captured batches.
-    every : int or "auto"
-        Per-layer statistics are taken every ``every``-th training step. ``"auto"`` (the
-        default) spaces the samples so that they cost about 1% of the training time,
-        measured as training runs (a few dozen steps apart for a small CNN on a CPU, every
-        few steps for a model whose steps are long). Steps are counted by the optimizer
-        that updates the model (by its forward passes until one steps, or in a loop that
-        updates weights by hand), so between samples no hook runs in the model. A module
-        that crashes on a ``None`` input is named on any step (in a notebook or the
-        interactive interpreter, from the exception they keep).
-    store : path, optional
-        Also write the run to this SQLite file (or a new file in this folder), from a
-        background thread every half second: every logged point, the sampled
-        statistics, the loader and system records, a few input batches. Read it with
-        ``vd.open_run(path)`` from another kernel, a script or after a crash. An earlier
-        run at the same path is replaced; any other existing file is left alone (error).
-        Rank ``k > 0`` of a ``torch.distributed`` job writes ``<name>.rank<k>.sqlite``.
-    on_anomaly : {"warn", "raise", "pdb", "ignore"}
-        What to do at the first non-finite activation or ``None`` input. ``"raise"`` and
-        ``"pdb"`` check every step (one device sync per module: slower, but exact).
-
-    Examples
-    --------
-    >>> session = vd.watch(model, loader=train_loader)   # doctest: +SKIP
-    >>> session.dashboard()                              # doctest: +SKIP
-    """
-    _check_model(model)
-    every = check_every(every)
-    policy = AnomalyPolicy(check_on_anomaly(on_anomaly))
-    previous = _SESSIONS.get(model)
-    if previous is not None:
-        previous.close()
-    session = Session(model, every=every, policy=policy, loader=loader, store=store)
-    _SESSIONS[model] = session
-    return session

@@ -71,6 +71,7 @@ class StoreFeed:
         self._captured_ids: set[int] = set()
         self._lr_step = -1  # the last step of the optimizer's learning-rate trace handed over
         self._traced_names: set[str] = set()
+        self._program_version = -1
 
     def start(self) -> RunDelta:
         """The first delta: the run's settings."""
@@ -98,6 +99,7 @@ class StoreFeed:
                         samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
+                        program=self._new_program(session),
                         batch=self._batch(session, final),
                         failed=session.failed, embeddings=frames, probes=probes)
 
@@ -154,6 +156,13 @@ class StoreFeed:
             return None
         self._errors = errors
         return errors
+
+    def _new_program(self, session: Session) -> dict[str, Any] | None:
+        version = session.program.version
+        if version == self._program_version:
+            return None
+        self._program_version = version
+        return session.program.facts().to_json()
 
     def _new_loader(self, session: Session, final: bool) -> dict[str, Any] | None:
         batches, now = session.tap.batches, time.monotonic()

@@ -1,0 +1,141 @@
+"""The program's shape, as the training profile reads it: which optimizers step and what
+they hold, the loader's sampler and batch size, the batch sizes the model receives, frozen
+parameters and the train/eval mode of their norm layers, lazy modules.
+
+Everything here is read where it is cheap: the model's structure once at ``watch()``, the
+optimizers from the step post-hook the step clock already has (a dict lookup and an
+increment per step; what an optimizer holds is read at its first step), the model's input
+at sampled steps only (the root pre-hook), the frozen norm layers' modes at a few steps.
+No verdict is written here: :mod:`vizdebug.analysis.training.profile` reads the facts.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from ...records import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts
+
+if TYPE_CHECKING:
+    import torch
+
+NORM_CLASSES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm")
+MODE_CHECKS_FIRST = 3   # frozen norm layers' modes read at the first steps of an optimizer,
+MODE_CHECK_EVERY = 64   # then every n-th step
+
+
+class ProgramTap:
+    """Collects :class:`~vizdebug.records.ProgramFacts` for one watched model.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    >>> _ = model[1].weight.requires_grad_(False)
+    >>> tap = ProgramTap(model)
+    >>> tap.facts().frozen
+    ['1.weight']
+    """
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        trainable = [p for _, p in model.named_parameters() if p.requires_grad]
+        self._index = {id(p): i for i, p in enumerate(trainable)}
+        self.frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+        self.lazy = [n for n, m in model.named_modules() if _is_lazy(m)]
+        self._frozen_norms = [(n, weakref.ref(m)) for n, m in model.named_modules()
+                              if _frozen_norm(m)][:MAX_FACT_PATHS]
+        self._optimizers: dict[int, tuple[weakref.ref, OptimizerFacts]] = {}
+        self.norms_training: set[str] = set()
+        self.norms_eval: set[str] = set()
+        self.batch_sizes: deque[int] = deque(maxlen=MAX_FACT_PATHS)
+        self.input_requires_grad = False
+        self.sampler: str | None = None
+        self.sampler_weighted = False
+        self.loader_batch_size: int | None = None
+        self.step = lambda: 0  # the training step in progress (the session's clock)
+        self.version = 0
+
+    # -- what the collectors hand over -------------------------------------------------------
+    def observe_loader(self, loader: Any) -> None:
+        """The watched loader's sampler and batch size (a DataLoader's; others have none)."""
+        sampler = getattr(loader, "sampler", None)
+        batch_sampler = getattr(loader, "batch_sampler", None)
+        if sampler is not None:
+            self.sampler = type(sampler).__name__
+            self.sampler_weighted = hasattr(sampler, "weights")
+        elif batch_sampler is not None:
+            self.sampler = type(batch_sampler).__name__
+        size = getattr(loader, "batch_size", None)
+        self.loader_batch_size = size if isinstance(size, int) else None
+        self.version += 1
+
+    def observe_input(self, args: tuple) -> None:
+        """A sampled training step's input: its first axis, whether it requires grad."""
+        first = args[0] if args else None
+        shape = getattr(first, "shape", None)
+        if shape is not None and len(shape) > 0:
+            self.batch_sizes.append(int(shape[0]))
+            self.input_requires_grad |= bool(getattr(first, "requires_grad", False))
+            self.version += 1
+
+    def optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """After any optimizer's ``step()`` (from the global step post-hook)."""
+        seen = self._optimizers.get(id(optimizer))
+        if seen is None or seen[0]() is not optimizer:
+            if len(self._optimizers) >= MAX_OPTIMIZERS:
+                return
+            seen = (weakref.ref(optimizer), self._first_sight(optimizer))
+            self._optimizers[id(optimizer)] = seen
+        facts = seen[1]
+        facts.steps += 1
+        facts.closure |= bool(args and callable(args[0])) or "closure" in (kwargs or {})
+        if facts.held and (facts.steps <= MODE_CHECKS_FIRST or facts.steps % MODE_CHECK_EVERY == 0):
+            self._read_norm_modes()
+        self.version += 1
+
+    # -- reading -------------------------------------------------------------------------------
+    def facts(self) -> ProgramFacts:
+        """A snapshot of what was seen so far."""
+        return ProgramFacts(
+            optimizers=[OptimizerFacts(**vars(f)) for _, f in list(self._optimizers.values())],
+            sampler=self.sampler, sampler_weighted=self.sampler_weighted,
+            loader_batch_size=self.loader_batch_size, batch_sizes=list(self.batch_sizes),
+            frozen=self.frozen[:MAX_FACT_PATHS],
+            frozen_norms_training=sorted(self.norms_training),
+            frozen_norms_eval=sorted(self.norms_eval), lazy=self.lazy[:MAX_FACT_PATHS],
+            input_requires_grad=self.input_requires_grad,
+        )
+
+    def _first_sight(self, optimizer: Any) -> OptimizerFacts:
+        held, outside = [], 0
+        for group in getattr(optimizer, "param_groups", []):
+            for p in group.get("params", []):
+                i = self._index.get(id(p))
+                if i is None:
+                    outside += 1
+                else:
+                    held.append(i)
+        return OptimizerFacts(type(optimizer).__name__, sorted(set(held)), outside, 0,
+                              first_step=int(self.step()))
+
+    def _read_norm_modes(self) -> None:
+        for path, ref in self._frozen_norms:
+            module = ref()
+            if module is not None:
+                (self.norms_training if module.training else self.norms_eval).add(path)
+
+
+def _is_lazy(module: Any) -> bool:
+    return any(type(p).__name__ == "UninitializedParameter"
+               for p in module.parameters(recurse=False)) or \
+        type(module).__name__.startswith("Lazy")
+
+
+def _frozen_norm(module: Any) -> bool:
+    """A norm layer with affine parameters that do not train (a frozen backbone's)."""
+    if not type(module).__name__.startswith(NORM_CLASSES):
+        return False
+    weight = getattr(module, "weight", None)
+    return weight is not None and not weight.requires_grad \
+        and getattr(module, "track_running_stats", False)

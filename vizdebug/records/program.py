@@ -1,0 +1,97 @@
+"""The program's shape as the collectors saw it: optimizers, sampler, batch sizes, frozen
+parameters and their modules' modes, lazy modules. Read by the training profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# -- the program's shape (read by the training profile) -------------------------------------
+
+#: Bounds of the program facts, for the collector and the store's reader alike.
+MAX_OPTIMIZERS = 16
+MAX_FACT_PATHS = 256
+
+
+@dataclass
+class OptimizerFacts:
+    """One optimizer seen stepping while the model was watched.
+
+    ``held`` are the indices (into ``TrainingRecords.param_paths``) of the watched model's
+    trainable parameters it updates; ``outside`` how many of its tensors are not the
+    watched model's (another network's, an input's); ``closure`` whether ``step()`` was
+    given a closure (LBFGS); ``first_step`` the training step of its first ``step()``.
+
+    >>> OptimizerFacts("Adam", [0, 1], 0, 10).to_json()["cls"]
+    'Adam'
+    """
+
+    cls: str
+    held: list[int]
+    outside: int
+    steps: int
+    closure: bool = False
+    first_step: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cls": self.cls, "held": list(self.held), "outside": self.outside,
+                "steps": self.steps, "closure": self.closure, "first_step": self.first_step}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> OptimizerFacts:
+        return cls(str(d["cls"])[:100], [int(i) for i in d["held"][:1_000_000]],
+                   int(d["outside"]), int(d["steps"]), bool(d.get("closure", False)),
+                   int(d.get("first_step", 0)))
+
+
+@dataclass
+class ProgramFacts:
+    """What the collectors saw of the program's shape, beside the statistics: the
+    optimizers, the loader's sampler and batch size, the batch sizes the model received,
+    frozen parameters and the modes of their modules, lazy modules. JSON-able (stored as
+    one snapshot); every list is bounded by :data:`MAX_FACT_PATHS`.
+
+    >>> ProgramFacts.from_json(ProgramFacts(batch_sizes=[32, 32, 8]).to_json()).batch_sizes
+    [32, 32, 8]
+    """
+
+    optimizers: list[OptimizerFacts] = field(default_factory=list)
+    sampler: str | None = None           # the watched loader's sampler class
+    sampler_weighted: bool = False       # a WeightedRandomSampler (or one with weights)
+    loader_batch_size: int | None = None
+    batch_sizes: list[int] = field(default_factory=list)  # first axis of the model's input
+    frozen: list[str] = field(default_factory=list)       # parameters with requires_grad=False
+    frozen_norms_training: list[str] = field(default_factory=list)  # frozen norms in train()
+    frozen_norms_eval: list[str] = field(default_factory=list)      # frozen norms in eval()
+    lazy: list[str] = field(default_factory=list)         # modules built lazily
+    input_requires_grad: bool = False    # the model's input required grad (a penalty term)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in _FACT_FIELDS}
+        out["optimizers"] = [o.to_json() for o in self.optimizers]
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ProgramFacts:
+        """Rebuild from :meth:`to_json` output (a stored run's snapshot); raises
+        ``KeyError``/``TypeError``/``ValueError`` on a damaged one (the reader's to name)."""
+        def paths(key: str) -> list[str]:
+            return [str(p)[:500] for p in d.get(key, [])[:MAX_FACT_PATHS]]
+
+        batch = d.get("loader_batch_size")
+        return cls(
+            optimizers=[OptimizerFacts.from_json(o) for o in d.get("optimizers", [])[:MAX_OPTIMIZERS]],
+            sampler=None if d.get("sampler") is None else str(d["sampler"])[:100],
+            sampler_weighted=bool(d.get("sampler_weighted", False)),
+            loader_batch_size=None if batch is None else int(batch),
+            batch_sizes=[int(b) for b in d.get("batch_sizes", [])[:MAX_FACT_PATHS]],
+            frozen=paths("frozen"), frozen_norms_training=paths("frozen_norms_training"),
+            frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
+            input_requires_grad=bool(d.get("input_requires_grad", False)),
+        )
+
+
+_FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
+                "frozen_norms_training", "frozen_norms_eval", "lazy", "input_requires_grad")
+
+

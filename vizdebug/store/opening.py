@@ -1,0 +1,52 @@
+"""``open_run(path)``: find the run file a path names (a file, or a folder's newest run)
+and open it as a :class:`~vizdebug.store.run.Run`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from .claim import is_run_file
+from .run import Run
+
+
+def _resolve(path: object) -> Path:
+    if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
+        raise VizdebugTypeError(f"open_run() takes the path of a run file, got {describe(path)}")
+    p = Path(os.fspath(path)).expanduser()
+    if p.is_dir():
+        runs = sorted((f for f in p.glob("*.sqlite") if ".rank" not in f.name and is_run_file(f)),
+                      key=lambda f: f.stat().st_mtime)
+        if not runs:
+            raise VizdebugError(f"no vizdebug run (*.sqlite) in the folder {str(p)!r}")
+        return runs[-1]
+    if not p.exists():
+        raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
+                            "vd.watch(model, store=...)")
+    if not is_run_file(p):
+        raise VizdebugError(f"{str(p)!r} is not a vizdebug run file (an SQLite file written "
+                            "by vd.watch(model, store=...))")
+    return p
+
+
+
+def open_run(path: str | os.PathLike) -> Run:
+    """Open a run stored by ``vd.watch(model, store=path)``.
+
+    ``path`` is the run file, or a folder (its newest run). The run may still be written
+    by another process: the Run reads what was committed, and its dashboard follows.
+
+    Examples
+    --------
+    >>> import torch, tempfile, os, vizdebug as vd
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.sqlite")
+    >>> model = torch.nn.Linear(3, 1)
+    >>> with vd.watch(model, store=path) as session:
+    ...     for step in range(3):
+    ...         session.log(loss=float(step))
+    >>> run = vd.open_run(path)
+    >>> run.state, run.scalars()["value"].tolist()
+    ('closed', [0.0, 1.0, 2.0])
+    """
+    return Run(_resolve(path))
