@@ -89,7 +89,8 @@ class ProgramTap:
             self._optimizers[id(optimizer)] = seen
         facts = seen[1]
         facts.steps += 1
-        facts.closure |= bool(args and callable(args[0])) or "closure" in (kwargs or {})
+        # the hook's args are step()'s own: (optimizer, closure?)
+        facts.closure |= (len(args) > 1 and callable(args[1])) or "closure" in (kwargs or {})
         if facts.held and (facts.steps <= MODE_CHECKS_FIRST or facts.steps % MODE_CHECK_EVERY == 0):
             self._read_norm_modes()
         self.version += 1
