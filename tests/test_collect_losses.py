@@ -74,14 +74,24 @@ def test_each_loss_call_is_judged(name):
     assert codes == ([expected] if expected else [])
 
 
+def _finding(event):
+    from vizdebug.analysis.training.loss_verdicts import loss_event_finding
+
+    return loss_event_finding(vars(event))
+
+
 def test_log_probabilities_into_cross_entropy_are_only_an_info():
-    assert watched(lambda: F.cross_entropy(X.log_softmax(1), Y))[0].detail["severity"] == "info"
+    assert _finding(watched(lambda: F.cross_entropy(X.log_softmax(1), Y))[0]).severity == "info"
 
 
-def test_an_event_carries_its_verdict_and_step():
+def test_an_event_carries_what_was_seen_and_the_analysis_words_the_verdict():
     event = watched(lambda: F.cross_entropy(X, Y + 1))[0]
     assert event.step == 7 and event.module_path == "loss (cross_entropy)"
-    assert event.detail["severity"] == "error" and "0..C-1" in event.detail["hint"]
+    assert "severity" not in event.detail and "hint" not in event.detail
+    assert event.detail["seen"]["t_max"] == 5 and event.detail["seen"]["n_classes"] == 5
+    found = _finding(event)
+    assert found.severity == "error" and "0..C-1" in found.hint
+    assert found.where == "loss (cross_entropy)" and found.evidence["step"] == 7
 
 
 def test_the_mode_leaves_the_stack_as_it_found_it_and_never_pops_another_mode():

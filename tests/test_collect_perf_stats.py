@@ -222,7 +222,7 @@ def test_samples_are_read_in_batches_and_flush_reads_everything():
 @pytest.mark.parametrize("mode", ["warn", "ignore"])
 def test_none_input_that_does_not_crash_is_named_without_a_pre_hook(mode):
     class TakesNone(nn.Module):
-        def forward(self, x, extra=None):
+        def forward(self, x, extra):  # (not declared optional: None there is a fault)
             return x
 
     class Net(nn.Module):

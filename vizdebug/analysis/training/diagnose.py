@@ -24,7 +24,9 @@ from .curves import (
     rule_underfitting,
     rule_unstable,
 )
+from .loss_verdicts import loss_event_finding
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
+from .profile import profile_of
 
 ACTIVATION_CLASSES = frozenset({
     "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",
@@ -87,6 +89,10 @@ def rule_events(rec: TrainingRecords) -> list[Finding]:
         if key in seen:
             continue
         seen.add(key)
+        loss_finding = loss_event_finding(ev)  # what the loss checks observed
+        if loss_finding is not None:
+            out.append(loss_finding)
+            continue
         if ev["kind"] == "nonfinite-activation" and ev.get("detail", {}).get("order") == 0:
             hint = ("This is the first module the batch reaches, so the input itself holds "
                     "NaN/inf: fix the data or the transform (a division by a zero std, a "
@@ -304,7 +310,8 @@ def diagnose(rec: TrainingRecords) -> Findings:
     >>> diagnose(TrainingRecords()).codes
     []
     """
+    profile = profile_of(rec)  # what the program is, before any rule speaks
     found: list[Finding] = []
     for rule in RULES:
         found.extend(rule(rec))
-    return Findings(found)
+    return Findings(found, profile=profile.lines())

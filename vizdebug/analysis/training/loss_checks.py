@@ -20,6 +20,10 @@ LOSS_FUNCTIONS = CLASS_LOSSES | BINARY_LOSSES | REGRESSION_LOSSES
 PROB_TOL = 1e-3        # a row of probabilities sums to 1 within this
 MIN_VALUES = 8         # value-based guesses need a batch of at least this many outputs
 RELU_ZERO_SHARE = 0.05  # exact zeros that mark a ReLU output
+# The operation that made a loss's input (``output_op`` of the summary: the autograd node
+# behind the output, past reshapes and casts, or the torch function seen after forward).
+UNIT_RANGE_OPS = frozenset({"sigmoid", "hardsigmoid", "softmax"})
+NON_NEGATIVE_OPS = frozenset({"relu", "relu6", "hardtanh", "threshold", "clamp", "clampmin"})
 
 Problem = tuple[str, str, str, str]  # code, severity, message, hint
 
@@ -129,10 +133,12 @@ def _binary(s: dict[str, Any]) -> list[Problem]:
                       f"binary_cross_entropy was given values from {lo:.3g} to {hi:.3g}: "
                       "BCELoss needs probabilities in [0, 1]",
                       "apply sigmoid first, or better use BCEWithLogitsLoss on the raw output"))
-    elif name == "binary_cross_entropy_with_logits" and many and lo >= 0 and hi <= 1:
+    elif name == "binary_cross_entropy_with_logits" and s.get("output_op") in UNIT_RANGE_OPS:
+        # (the op, not the range: an untrained head's logits may all lie in [0, 1])
         found.append(("loss-output-mismatch", "warning",
-                      "binary_cross_entropy_with_logits was given values all in [0, 1]: a "
-                      "sigmoid was applied before a loss that applies it itself",
+                      f"binary_cross_entropy_with_logits was given the output of "
+                      f"{s['output_op']} (values {lo:.3g} to {hi:.3g}): a sigmoid was applied "
+                      "before a loss that applies it itself",
                       "drop the final sigmoid from the model (keep it for predictions only)"))
     if "t_min" in s and (s["t_min"] < 0 or s["t_max"] > 1):
         found.append(("labels-out-of-range", "error",
@@ -147,16 +153,19 @@ def _regression(s: dict[str, Any]) -> list[Problem]:
     found = _broadcast(s)
     if "t_min" not in s or _count(s["x_shape"]) < MIN_VALUES:
         return found
-    lo, hi, t_lo, t_hi = s["x_min"], s["x_max"], s["t_min"], s["t_max"]
-    if lo >= 0 and hi <= 1 and (t_lo < -0.01 or t_hi > 1.01) and s["x_zero_share"] == 0:
+    # Only the operation that made the output says it is bounded: an untrained Linear
+    # head's near-constant output also lies in [0, 1] at the first step (a plain
+    # regression was accused from its range alone).
+    op, lo, hi, t_lo, t_hi = s.get("output_op"), s["x_min"], s["x_max"], s["t_min"], s["t_max"]
+    if op in UNIT_RANGE_OPS and lo >= 0 and hi <= 1 and (t_lo < -0.01 or t_hi > 1.01):
         found.append(("loss-output-mismatch", "warning",
-                      f"{s['function']}: the output stays in [0, 1] (a sigmoid?) but the "
-                      f"targets span {t_lo:.3g} to {t_hi:.3g}, which it cannot reach",
+                      f"{s['function']}: the output comes from {op}, so it stays in [0, 1], but "
+                      f"the targets span {t_lo:.3g} to {t_hi:.3g}, which it cannot reach",
                       "drop the final sigmoid for regression (or scale the targets to [0, 1])"))
-    elif lo == 0 and s["x_zero_share"] >= RELU_ZERO_SHARE and t_lo < 0:
+    elif op in NON_NEGATIVE_OPS and lo == 0 and s["x_zero_share"] >= RELU_ZERO_SHARE and t_lo < 0:
         found.append(("loss-output-mismatch", "warning",
-                      f"{s['function']}: the output is never negative ({s['x_zero_share']:.0%} "
-                      f"exact zeros: a ReLU on the output) but targets go down to {t_lo:.3g}",
+                      f"{s['function']}: the output comes from {op}, so it is never negative "
+                      f"({s['x_zero_share']:.0%} exact zeros), but targets go down to {t_lo:.3g}",
                       "remove the activation after the last layer"))
     return found
 

@@ -1,25 +1,98 @@
-"""Summaries of one loss call's tensors (torch, on their device), for
-:func:`vizdebug.analysis.training.loss_checks.loss_problems` to judge."""
+"""Observations of one loss call's tensors (torch, on their device), for
+:func:`vizdebug.analysis.training.loss_checks.loss_problems` to judge, and of the graph
+behind ``loss.backward()``.
+
+Each observation is ``(code, detail)``: the code the analysis gives it, and what was seen
+(plain numbers, shapes and names, stored as JSON with the run); the analysis
+(:mod:`vizdebug.analysis.training.loss_verdicts`) words the finding.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
+import weakref
 from typing import Any
 
 import numpy as np
 
-from ...analysis.training.loss_checks import CLASS_LOSSES, LOSS_FUNCTIONS, loss_problems
+from ...analysis.training.loss_checks import (
+    CLASS_LOSSES,
+    LOSS_FUNCTIONS,
+    NON_NEGATIVE_OPS,
+    UNIT_RANGE_OPS,
+    loss_problems,
+)
+from ...analysis.training.loss_verdicts import LOSS_CALL, NO_GRAPH, UNTRAINED_LEAVES
 
-__all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "summarize"]
+__all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "output_op", "summarize"]
 
 GRAPH_LIMIT = 20_000  # autograd nodes walked to find the leaves of a loss
 NUMPY_MAX = 1 << 20   # elements summarised in numpy rather than torch
+OP_HOPS = 16          # autograd nodes walked back past reshapes to the op that made an output
+# Operations that keep every value where it was (reshapes, views, copies, casts): the op
+# behind them made the output. Names as autograd's nodes and torch's functions give them.
+PASS_THROUGH = frozenset({
+    "view", "unsafeview", "reshape", "reshapealias", "squeeze", "unsqueeze", "expand",
+    "expandas", "viewas", "clone", "contiguous", "t", "permute", "transpose", "select",
+    "slice", "index", "getitem", "tocopy", "to", "float", "double", "half", "alias",
+    "asstrided", "flatten", "narrow",
+})
+Observation = tuple[str, dict[str, Any]]  # code, detail
 
 
-def check_loss_call(name: str, args: tuple, kwargs: dict) -> list[tuple[str, str, str, str]]:
-    """The problems of one call of the loss function ``name``: ``(code, severity,
-    message, hint)`` tuples."""
+@functools.lru_cache(maxsize=1024)  # (called for each torch function while armed)
+def op_name(name: str) -> str:
+    """``SigmoidBackward0``, ``sigmoid_`` and ``__getitem__`` as ``sigmoid``, ``getitem``."""
+    return re.sub(r"backward\d*$", "", name.lower()).replace("_", "")
+
+
+def output_op(tensor: Any, made: dict[int, tuple[str, weakref.ref]] | None = None) -> str | None:
+    """The operation that made ``tensor``, past reshapes and casts: its autograd node's, or
+    (without a graph) the one ``made`` saw produce it (id -> (op, weak reference))."""
+    seen = (made or {}).get(id(tensor))
+    if seen is not None and seen[1]() is tensor:
+        return seen[0]
+    node = getattr(tensor, "grad_fn", None)
+    for _ in range(OP_HOPS):
+        if node is None:
+            return None
+        name = op_name(type(node).__name__)
+        if name not in PASS_THROUGH:
+            return name
+        node = node.next_functions[0][0] if node.next_functions else None
+    return None
+
+
+def check_loss_call(name: str, args: tuple, kwargs: dict,
+                    made: dict[int, tuple[str, weakref.ref]] | None = None) -> list[Observation]:
+    """What the analysis finds wrong in one call of the loss function ``name``: one
+    ``(code, detail)`` per problem, the detail holding the call's summary."""
     summary = summarize(name, args, kwargs)
-    return loss_problems(summary) if summary is not None else []
+    if summary is None:
+        return []
+    summary["output_op"] = output_op(_argument(args, kwargs, 0, "input"), made)
+    codes = dict.fromkeys(p[0] for p in loss_problems(summary))
+    return [(code, {"check": LOSS_CALL, "function": name, "seen": summary}) for code in codes]
+
+
+def observed(detail: dict[str, Any]) -> str:
+    """One line saying what a loss call was given (the message of its event).
+
+    Examples
+    --------
+    >>> seen = {"x_shape": (8, 1), "t_shape": (8, 1), "x_min": 0.2, "x_max": 0.6,
+    ...         "t_min": 3.0, "t_max": 12.0, "output_op": "sigmoid"}
+    >>> observed({"function": "mse_loss", "seen": seen})[:52]
+    'mse_loss was given an input of shape (8, 1) from sig'
+    """
+    s = detail["seen"]
+    op = s.get("output_op")
+    source = f" from {op}" if op in UNIT_RANGE_OPS | NON_NEGATIVE_OPS else ""  # (not addmm)
+    targets = f", {s['t_min']:.3g} to {s['t_max']:.3g}" if "t_min" in s else ""
+    return (f"{detail['function']} was given an input of shape {tuple(s['x_shape'])}{source}, "
+            f"values {s['x_min']:.3g} to {s['x_max']:.3g}, and targets of shape "
+            f"{tuple(s['t_shape'])}{targets}")
 
 
 def _argument(args: tuple, kwargs: dict, index: int, key: str) -> Any:
@@ -117,11 +190,11 @@ def _broadcast_numel(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
     return total
 
 
-def backward_problems(loss: Any, known: set[int] | None) -> list[tuple[str, str, str, str]]:
+def backward_problems(loss: Any, known: set[int] | None) -> list[Observation]:
     """A loss with no graph (rebuilt from ``.item()``: no parameter gets a gradient), or
     (when ``known`` holds the ids of the trainable tensors) leaves of its graph that
     require gradients but that neither the model nor its optimizer holds (modules in a
-    plain list, a bare tensor attribute)."""
+    plain list, a bare tensor attribute): ``(code, detail)`` observations."""
     import torch
 
     if not isinstance(loss, torch.Tensor):
@@ -129,24 +202,15 @@ def backward_problems(loss: Any, known: set[int] | None) -> list[tuple[str, str,
     if loss.grad_fn is None:
         if not loss.requires_grad:
             return []
-        return [("zero-gradients", "error",
-                 "backward() was called on a tensor without a graph (a new leaf): no "
-                 "parameter of the model gets a gradient from it",
-                 "the loss was rebuilt from a number (torch.tensor(loss.item(), "
-                 "requires_grad=True), .numpy(), .detach()): compute it with torch "
-                 "operations on the model's output")]
+        return [("zero-gradients", {"check": NO_GRAPH, "function": "backward"})]
     if known is None:  # the graph is walked once, when the trainable tensors are known
         return []
     foreign = _foreign_leaves(loss.grad_fn, known)
     if not foreign:
         return []
-    shapes = ", ".join(str(tuple(t.shape)) for t in foreign[:5])
-    return [("parameters-not-updated", "warning",
-             f"{len(foreign)} tensors that require gradients feed the loss but are neither "
-             f"parameters of the watched model nor held by its optimizer (shapes {shapes})",
-             "they get gradients but are never updated: keep sub-modules in nn.ModuleList/"
-             "nn.ModuleDict (not a Python list or dict), wrap trainable tensors in "
-             "nn.Parameter, and build the optimizer after every module exists")]
+    return [("parameters-not-updated",
+             {"check": UNTRAINED_LEAVES, "function": "backward", "count": len(foreign),
+              "shapes": [list(t.shape) for t in foreign[:5]]})]
 
 
 def _foreign_leaves(root: Any, known: set[int]) -> list[Any]:

@@ -23,14 +23,27 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ...analysis.training.loss_checks import NON_NEGATIVE_OPS, UNIT_RANGE_OPS
+from ...analysis.training.loss_verdicts import NO_GRAPH, SQUASHED_TWICE
 from .anomaly import AnomalyEvent
-from .loss_rules import LOSS_FUNCTIONS, backward_problems, check_loss_call
+from .loss_rules import (
+    LOSS_FUNCTIONS,
+    PASS_THROUGH,
+    Observation,
+    backward_problems,
+    check_loss_call,
+    observed,
+    op_name,
+)
 
 __all__ = ["LOSS_FUNCTIONS", "LossWatch"]
 
 FULL_CHECKS = 16
 CHECK_EVERY = 8
 SQUASHES = frozenset({"softmax", "sigmoid"})
+# outputs made after forward whose op a loss check asks about (see loss_rules.output_op)
+TRACKED_OPS = SQUASHES | UNIT_RANGE_OPS | NON_NEGATIVE_OPS
+MADE_MAX = 64  # outputs remembered per sampled step
 # functions that apply their own softmax/sigmoid to their first argument
 SQUASHING_INPUTS = frozenset({"log_softmax", "cross_entropy", "softmax",
                               "binary_cross_entropy_with_logits"})
@@ -40,8 +53,9 @@ class LossWatch:
     """Arms a torch function mode on sampled steps and checks each loss call it sees.
 
     ``record`` receives an :class:`~vizdebug.collect.checks.anomaly.AnomalyEvent` per problem
-    (each code and loss function once per session); ``on_error`` gets any exception of
-    the checks, which never reach the training loop.
+    (each code and loss function once per session) holding what was seen, for
+    :func:`~vizdebug.analysis.training.loss_verdicts.loss_event_finding` to word; ``on_error``
+    gets any exception of the checks, which never reach the training loop.
     """
 
     def __init__(self, record: Callable[[AnomalyEvent], None],
@@ -60,7 +74,9 @@ class LossWatch:
         self._mode: Any = None
         self._depth = -1
         self._thread = 0  # modes are per thread: only the arming thread may leave it
-        self._squashed: dict[int, tuple[str, weakref.ref]] = {}
+        # id -> (op, weak reference): outputs of TRACKED_OPS made while armed (and their
+        # reshapes), for tensors without an autograd graph to tell the op
+        self._made: dict[int, tuple[str, weakref.ref]] = {}
 
     @property
     def armed(self) -> bool:
@@ -97,7 +113,7 @@ class LossWatch:
             if _stack_depth() == self._depth:
                 mode.__exit__(None, None, None)
                 self._mode = None
-                self._squashed.clear()
+                self._made.clear()
         except Exception as exc:
             self._mode = None
             self.on_error("the loss check", exc)
@@ -106,8 +122,8 @@ class LossWatch:
         """Check one loss call (never raises)."""
         try:
             self.calls += 1
-            for problem in check_loss_call(name, args, kwargs):
-                self._report(name, *problem)
+            for code, detail in check_loss_call(name, args, kwargs, self._made):
+                self._report(name, code, detail, observed(detail))
         except Exception as exc:
             self.on_error("the loss check", exc)
 
@@ -119,40 +135,53 @@ class LossWatch:
             if not self.graph_checked and self.known_params is not None:
                 known = self.known_params()  # None until an optimizer is known
             for problem in backward_problems(loss, known):
-                self._report("backward", *problem)
+                self._report("backward", *problem, _backward_seen(problem))
             self.graph_checked = self.graph_checked or known is not None
         except Exception as exc:
             self.on_error("the loss check", exc)
 
-    def note_squashed(self, name: str, result: Any) -> None:
-        """Remember a softmax/sigmoid output made after forward (by id, while armed)."""
+    def note_made(self, name: str, args: tuple, result: Any) -> None:
+        """Remember the output of a tracked op, or of a reshape of one, made after forward
+        (by id, while armed)."""
         try:
-            if len(self._squashed) < 64:
-                self._squashed[id(result)] = (name, weakref.ref(result))
+            op = op_name(name)
+            if op not in TRACKED_OPS:
+                seen = self._made.get(id(args[0])) if op in PASS_THROUGH and args else None
+                if seen is None or seen[1]() is not args[0]:
+                    return
+                op = seen[0]
+            if len(self._made) < MADE_MAX:
+                self._made[id(result)] = (op, weakref.ref(result))
         except Exception as exc:  # never the training loop's problem
             self.on_error("the loss check", exc)
 
     def squashed_input(self, name: str, tensor: Any) -> None:
         """A function that applies its own softmax/sigmoid was handed one's output."""
         try:
-            seen = self._squashed.get(id(tensor))
-            if seen is None or seen[1]() is not tensor:
+            seen = self._made.get(id(tensor))
+            if seen is None or seen[1]() is not tensor or seen[0] not in SQUASHES:
                 return
-            self._report(name, "loss-output-mismatch", "warning",
-                         f"{name} was applied to the output of {seen[0]}: the probabilities "
-                         f"are squashed twice (log_softmax(softmax(x)) is not log-probabilities "
-                         f"of the model's scores)",
-                         "drop the extra softmax/sigmoid: pass raw scores to log_softmax or to "
-                         "the loss, which applies its own")
+            self._report(name, "loss-output-mismatch",
+                         {"check": SQUASHED_TWICE, "function": name, "source": seen[0]},
+                         f"{name} was applied to the output of {seen[0]}")
         except Exception as exc:
             self.on_error("the loss check", exc)
 
-    def _report(self, name: str, code: str, severity: str, message: str, hint: str) -> None:
+    def _report(self, name: str, code: str, detail: dict[str, Any], message: str) -> None:
         if (code, name) in self.seen:
             return
         self.seen.add((code, name))
-        self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message,
-                                 {"severity": severity, "hint": hint, "function": name}))
+        self.record(AnomalyEvent(code, self.step, f"loss ({name})", name, message, detail))
+
+
+def _backward_seen(problem: Observation) -> str:
+    """The message of a backward observation: what the graph showed."""
+    code, detail = problem
+    if detail["check"] == NO_GRAPH:
+        return "backward() was called on a tensor without a graph (a new leaf)"
+    shapes = ", ".join(str(tuple(s)) for s in detail["shapes"])
+    return (f"{detail['count']} tensors that require gradients feed the loss but are neither "
+            f"parameters of the watched model nor held by its optimizer (shapes {shapes})")
 
 
 def _stack_depth() -> int:
@@ -171,6 +200,7 @@ def _mode_class() -> type:
     """The mode class, built once torch is imported (torch stays a lazy import)."""
     global _MODE_CLASS
     if _MODE_CLASS is None:
+        import torch
         from torch.overrides import TorchFunctionMode
 
         class LossMode(TorchFunctionMode):
@@ -189,8 +219,8 @@ def _mode_class() -> type:
                 if name in SQUASHING_INPUTS and args:
                     self.watch.squashed_input(name, args[0])
                 result = func(*args, **kwargs)
-                if name in SQUASHES:
-                    self.watch.note_squashed(name, result)
+                if isinstance(result, torch.Tensor):
+                    self.watch.note_made(name, args, result)
                 return result
 
         _MODE_CLASS = LossMode

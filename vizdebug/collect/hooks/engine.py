@@ -41,6 +41,7 @@ from .clock import StepClock
 from .fused import StepPreHook, at_end_of_backward
 from .gradients import GradientCollector, StepGrads
 from .outputs import OutputCollector
+from .param_hooks import ParamHooks, class_name
 from .pending import READ_AFTER, PendingSteps
 from .sampling import StepSampler
 from .stats import first_tensor, nonfinite_event
@@ -77,7 +78,7 @@ class ModelHooks:
         self.model_ref = weakref.ref(model)
         named = [(n, m) for n, m in model.named_modules() if not any(True for _ in m.children())]
         self.module_paths = [n or type(model).__name__ for n, _ in named]
-        self.module_classes = [type(m).__name__ for _, m in named]
+        self.module_classes = [class_name(m) for _, m in named]  # (a lazy one's future class)
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.param_paths = [n for n, _ in params]
         leaf_ids = {id(m) for _, m in named}
@@ -86,6 +87,7 @@ class ModelHooks:
                             if id(m) not in leaf_ids]
         self.outputs = OutputCollector(self.module_classes, [m for _, m in named])
         self.gradients = GradientCollector([p for _, p in params])
+        self.param_hooks = ParamHooks([p for _, p in params])  # (lazy ones: after forward)
         self.pending = PendingSteps(self.module_paths, self.module_classes, len(params),
                                     policy, capacity)
         self.activations, self.grads = self.pending.activations, self.pending.grads
@@ -150,10 +152,7 @@ class ModelHooks:
             module = ref()
             if module is not None:
                 add(module.register_forward_hook(self._make_container_hook(path)))
-        for idx, ref in enumerate(self.gradients.params):
-            param = ref()
-            if param is not None:
-                add(param.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+        self.param_hooks.attach(self._make_grad_hook, add)
 
     def _detach(self) -> None:
         handles, self.step_handles = self.step_handles, []
@@ -271,6 +270,7 @@ class ModelHooks:
         crashed on a ``None`` is named."""
         exc = sys.exc_info()[1]
         try:
+            self.param_hooks.attach_ready(self._make_grad_hook, self.step_handles)  # lazy modules
             if exc is not None:
                 self.outputs.discard()
                 self.crash.crashed(exc)
@@ -296,7 +296,7 @@ class ModelHooks:
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
             for arg in args:
                 if arg is None:
-                    self.crash.inputs_none(path, cls, args, sys._getframe(1))
+                    self.crash.inputs_none(path, cls, args, sys._getframe(1), module)
                     break
         return pre_hook
 
@@ -313,7 +313,7 @@ class ModelHooks:
                 if not immediate:  # (raise/pdb check in a pre-hook)
                     for arg in inputs:
                         if arg is None:
-                            self.crash.inputs_none(path, cls, inputs, sys._getframe(0))
+                            self.crash.inputs_none(path, cls, inputs, sys._getframe(0), module)
                             break
                 if output is None:
                     self.crash.output_none(path)

@@ -79,7 +79,7 @@ class Session(Viewable, EmbeddingTracking):
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
         self.modes = ModeWatch(model, policy, self.tap, self.hooks, self._on_error)  # eval passes
         self.program = _program_tap(model, self.hooks, loader)  # the program's shape
-        self.param_numel = [p.numel() for p in model.parameters() if p.requires_grad]
+        self.param_numel = self.hooks.param_hooks.numel  # (a lazy module's: after forward)
         self.system = SystemSampler(system_interval).start()
         self.closed = False
         self.failed: str | None = None

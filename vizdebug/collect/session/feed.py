@@ -72,11 +72,14 @@ class StoreFeed:
         self._lr_step = -1  # the last step of the optimizer's learning-rate trace handed over
         self._traced_names: set[str] = set()
         self._program_version = -1
+        self._param_numel: list[int] | None = None  # as last handed over
 
     def start(self) -> RunDelta:
         """The first delta: the run's settings."""
         session = self._session()
-        return RunDelta(meta=start_meta(session) if session is not None else {})
+        meta = start_meta(session) if session is not None else {}
+        self._param_numel = meta.get("param_numel")
+        return RunDelta(meta=meta)
 
     def report(self, where: str, exc: BaseException) -> None:
         """A failed write, as a collector error of the session."""
@@ -95,7 +98,7 @@ class StoreFeed:
             session.hooks.read_sealed()
         frames, probes = session._take_embeddings()
         lr_points = self._lr_points(session)
-        return RunDelta(scalars=lr_points, meta=self._traced(lr_points),
+        return RunDelta(scalars=lr_points, meta={**self._traced(lr_points), **self._numel(session)},
                         samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
@@ -113,6 +116,15 @@ class StoreFeed:
             return []
         self._lr_step = int(chunk[0][-1])
         return [chunk]
+
+    def _numel(self, session: Session) -> dict[str, Any]:
+        """The parameters' sizes again when they changed: a lazy module's exist from its
+        first forward, after the run's start."""
+        numel = list(session.param_numel)
+        if numel == self._param_numel:
+            return {}
+        self._param_numel = numel
+        return {"param_numel": numel}
 
     def _traced(self, chunks: list) -> dict[str, Any]:
         """The ``traced`` setting (names of the series vizdebug recorded itself, not the

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._env import in_kernel
+from ...analysis.training.loss_verdicts import loss_event_finding
 from ...findings import CODES, Finding, findings_html
 
 IDLE_AFTER = 30.0  # seconds without a step before a session reads "idle" (at least)
@@ -166,6 +167,9 @@ class Lifecycle:
 
 def notice_finding(event: Any) -> Finding:
     """An anomaly event as the finding the notebook shows at once."""
+    worded = loss_event_finding(vars(event)) if hasattr(event, "__dict__") else None
+    if worded is not None:  # a loss check's observation, worded by the analysis
+        return worded
     detail = getattr(event, "detail", None) or {}
     code = event.kind if event.kind in CODES else "nonfinite-activation"
     severity = detail.get("severity") if detail.get("severity") in ("info", "warning") else "error"

@@ -1,0 +1,97 @@
+"""Findings from what the loss checks observed on a sampled step.
+
+:class:`~vizdebug.collect.checks.losses.LossWatch` records observations only: which loss
+function, a summary of its input and target (shapes, ranges, the operation that made the
+input), the function whose output was squashed twice, the shapes of the tensors a loss
+depends on that nobody trains. Each kind of observation is named by ``detail["check"]``;
+this module words the finding (message, severity, hint), so that a stored run's events
+(JSON: tuples come back as lists, ``nan`` as a float) give the same findings as a live one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...findings import Finding
+from .loss_checks import loss_problems
+
+__all__ = ["LOSS_CALL", "NO_GRAPH", "SQUASHED_TWICE", "UNTRAINED_LEAVES", "loss_event_finding"]
+
+# the observations LossWatch records (``detail["check"]``)
+LOSS_CALL = "loss-call"                # detail["seen"]: the summary of one loss call
+SQUASHED_TWICE = "squashed-twice"      # detail["source"]: softmax or sigmoid
+NO_GRAPH = "loss-without-graph"        # backward() on a fresh leaf
+UNTRAINED_LEAVES = "untrained-leaves"  # detail["count"], detail["shapes"]
+
+Verdict = tuple[str, str, str]  # severity, message, hint
+
+
+def loss_event_finding(ev: dict[str, Any]) -> Finding | None:
+    """The finding of one loss-check event (a dict: ``vars(AnomalyEvent)`` or a stored
+    event), or None when it is not one.
+
+    Examples
+    --------
+    >>> ev = {"kind": "loss-output-mismatch", "step": 3, "module_path": "loss (nll_loss)",
+    ...       "module_class": "nll_loss", "message": "log_softmax got softmax's output",
+    ...       "detail": {"check": "squashed-twice", "function": "log_softmax",
+    ...                  "source": "softmax"}}
+    >>> loss_event_finding(ev).severity
+    'warning'
+    """
+    detail = ev.get("detail") or {}
+    word = _VERDICTS.get(detail.get("check"))
+    verdict = word(ev["kind"], detail) if word is not None else None
+    if verdict is None:
+        return None
+    severity, message, hint = verdict
+    return Finding(ev["kind"], severity, message, where=ev["module_path"],
+                   evidence={"step": ev["step"], "function": detail.get("function")},
+                   hint=hint)
+
+
+def _loss_call(kind: str, detail: dict[str, Any]) -> Verdict | None:
+    seen = dict(detail.get("seen") or {})
+    for key in ("x_shape", "t_shape"):  # (lists once stored as JSON)
+        seen[key] = tuple(seen.get(key) or ())
+    try:
+        problems = loss_problems(seen)
+    except (KeyError, TypeError, ValueError):
+        return None  # a summary this version cannot read
+    return next(((sev, msg, hint) for code, sev, msg, hint in problems if code == kind), None)
+
+
+def _squashed_twice(kind: str, detail: dict[str, Any]) -> Verdict:
+    name, source = detail.get("function"), detail.get("source")
+    return ("warning",
+            f"{name} was applied to the output of {source}: the probabilities are squashed "
+            f"twice (log_softmax(softmax(x)) is not log-probabilities of the model's scores)",
+            "drop the extra softmax/sigmoid: pass raw scores to log_softmax or to the loss, "
+            "which applies its own")
+
+
+def _no_graph(kind: str, detail: dict[str, Any]) -> Verdict:
+    return ("error",
+            "backward() was called on a tensor without a graph (a new leaf): no parameter of "
+            "the model gets a gradient from it",
+            "the loss was rebuilt from a number (torch.tensor(loss.item(), "
+            "requires_grad=True), .numpy(), .detach()): compute it with torch operations on "
+            "the model's output")
+
+
+def _untrained_leaves(kind: str, detail: dict[str, Any]) -> Verdict:
+    shapes = ", ".join(str(tuple(s)) for s in detail.get("shapes", []))
+    return ("warning",
+            f"{detail.get('count')} tensors that require gradients feed the loss but are "
+            f"neither parameters of the watched model nor held by its optimizer (shapes "
+            f"{shapes})",
+            "they get gradients but are never updated: keep sub-modules in nn.ModuleList/"
+            "nn.ModuleDict (not a Python list or dict), wrap trainable tensors in "
+            "nn.Parameter, and build the optimizer after every module exists")
+
+
+_VERDICTS: dict[str, Callable[[str, dict[str, Any]], Verdict | None]] = {
+    LOSS_CALL: _loss_call, SQUASHED_TWICE: _squashed_twice, NO_GRAPH: _no_graph,
+    UNTRAINED_LEAVES: _untrained_leaves,
+}
