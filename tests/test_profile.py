@@ -42,6 +42,9 @@ def test_a_gan_loop_is_two_optimizers_and_a_game():
             opt_g.step()
             session.log(loss_D=err_d, loss_G=err_g)
         profile = profile_of(session.records())
+        codes = session.findings().codes
+    # D's tensors feed G's loss, but D's own optimizer trains them: nothing is untrained
+    assert "parameters-not-updated" not in codes
     assert profile.optimizers == 2 and profile.model_optimizers == 1
     assert profile.other_optimizers == 1  # D's optimizer holds none of G's tensors
     assert profile.game_losses == ("loss_D", "loss_G") and profile.game
@@ -108,7 +111,9 @@ def test_lazy_modules_and_inputs_that_require_grad():
             opt.step()
             session.log(loss=loss)
         profile = profile_of(session.records())
+        codes = session.findings().codes
     assert profile.input_requires_grad
+    assert "parameters-not-updated" not in codes  # the input is not a parameter
 
 
 def test_the_profile_is_stored_read_back_and_shown(tmp_path):

@@ -1,21 +1,7 @@
 """Forward, pre-forward and gradient hooks on a model: per-layer health, lazily read.
 
 :class:`ModelHooks` attaches and detaches the hooks and holds the closures; the state is
-owned by a few objects, each with one job:
-
-- :class:`~.clock.StepClock`: which training step runs (counted by the model's optimizer,
-  or by forward passes until one steps);
-- :class:`~.sampling.StepSampler`: whether a step is sampled (``every``, or ``"auto"``'s
-  time budget);
-- :class:`~.outputs.OutputCollector`: the sampled step's module outputs, reduced together
-  when the forward pass ends;
-- :class:`~.gradients.GradientCollector`: gradient and weight norms, read at the end of
-  backward, and the cache of the weights' numpy views;
-- :class:`~.pending.PendingSteps`: the sealed steps not read yet, and their batched read
-  into the sample buffers (``activations``, ``grads``);
-- :class:`~.crash.CrashNamer`: which module received ``None``, also after a crash;
-- :class:`~.losses.LossWatch` and :class:`~.optimizer_checks.OptimizerChecks`: what
-  reaches the loss, and the optimizer's state, on sampled steps.
+owned by the objects the package docstring lists, each with one job.
 
 Between samples no hook runs in the model: the per-layer hooks (and, once an optimizer
 counts the steps, the root module's) are attached for sampled steps only; with
@@ -95,13 +81,13 @@ class ModelHooks:
         self.crash = CrashNamer(paths, policy, step=lambda: self.step)
         self.optimizer_checks = OptimizerChecks(self.model_ref, self.param_paths,
                                                 self.gradients.params, policy, capacity)
-        self.losses = LossWatch(policy.record, self.on_error,
-                                lambda: self.optimizer_checks.trainable_ids(self.clock))
+        self.losses = LossWatch(policy.record, self.on_error, self._trainable_ids)
         # the loss checks stop before the model's optimizer steps (its loss was seen)
         self._loss_seen = StepPreHook(self.losses.disarm, lambda: self.clock.optimizer,
                                       self.on_error)
         self.sampling = False  # the step in progress is sampled
         self.on_input: Callable[[tuple], None] | None = None  # a sampled step's model input
+        self.known_tensors: Callable[[], set[int]] = set  # trained or fed by the program
         self._sampled_step: int | None = None  # its number, until it is sealed
         self._eval = False
         # (ident, Thread) of the thread whose steps the clock counts
@@ -117,6 +103,12 @@ class ModelHooks:
                                self._optimizer_counts, self.on_error)
         if self.permanent:
             self._attach()
+
+    def _trainable_ids(self) -> set[int] | None:
+        """Tensors a loss may legitimately reach: the model's and its optimizer's, any other
+        optimizer's (a GAN's other network) and the step's own inputs (a penalty term)."""
+        ids = self.optimizer_checks.trainable_ids(self.clock)
+        return None if ids is None else ids | self.known_tensors()
 
     @property
     def step(self) -> int:

@@ -338,6 +338,7 @@ def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> Prog
     clock = hooks.clock
     program.step = lambda: clock.step
     hooks.on_input = program.observe_input
+    hooks.known_tensors = program.known_ids
     clock.any_step = program.optimizer_stepped
     if loader is not None:
         program.observe_loader(loader)

@@ -50,6 +50,7 @@ class ProgramTap:
         self.norms_eval: set[str] = set()
         self.batch_sizes: deque[int] = deque(maxlen=MAX_FACT_PATHS)
         self.input_requires_grad = False
+        self._inputs: list[weakref.ref] = []  # the last sampled step's input tensors
         self.sampler: str | None = None
         self.sampler_weighted = False
         self.loader_batch_size: int | None = None
@@ -73,6 +74,7 @@ class ProgramTap:
     def observe_input(self, args: tuple) -> None:
         """A sampled training step's input: its first axis, whether it requires grad."""
         first = args[0] if args else None
+        self._inputs = [weakref.ref(a) for a in args if getattr(a, "requires_grad", False)]
         shape = getattr(first, "shape", None)
         if shape is not None and len(shape) > 0:
             self.batch_sizes.append(int(shape[0]))
@@ -94,6 +96,16 @@ class ProgramTap:
         if facts.held and (facts.steps <= MODE_CHECKS_FIRST or facts.steps % MODE_CHECK_EVERY == 0):
             self._read_norm_modes()
         self.version += 1
+
+    def known_ids(self) -> set[int]:
+        """Ids of the tensors that any optimizer seen stepping updates, and of the last
+        sampled step's inputs that require grad (a gradient penalty's interpolates)."""
+        ids = {id(t) for ref in self._inputs if (t := ref()) is not None}
+        for ref, _ in list(self._optimizers.values()):
+            optimizer = ref()
+            for group in getattr(optimizer, "param_groups", ()):
+                ids.update(id(p) for p in group.get("params", ()))
+        return ids
 
     # -- reading -------------------------------------------------------------------------------
     def facts(self) -> ProgramFacts:
