@@ -70,10 +70,16 @@ def _entries() -> list[Entry]:
         public_a,
         public_b,
         public_c,
+        relations_axis,
+        relations_order,
+        relations_pairs,
+        relations_split,
+        relations_train,
     )
 
     out: list[Entry] = []
-    for module in (faults_loss, faults_loop, faults_numeric, faults_data):
+    for module in (faults_loss, faults_loop, faults_numeric, faults_data, relations_axis,
+                   relations_order, relations_pairs, relations_split, relations_train):
         for f in module.FAULTS:
             out.append(Entry(f.name, FAULT, partial(f.program, False), f.source, f.code, f.where))
             out.append(Entry(f"{f.name}/twin", TWIN, partial(f.program, True), f.source))
