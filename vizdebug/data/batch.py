@@ -6,20 +6,31 @@ A batch keeps the values exactly as the model receives them; display scaling hap
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .._env import is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from .arrays import is_arraylike, is_pil, tensor_to_numpy, to_numpy
-from .layout import LAYOUTS, infer_layout, to_nchw
+from .arrays import tensor_to_numpy, to_numpy
+from .layout import LAYOUTS, infer_layout, is_sequence_batch, to_nchw
+from .parts import (  # the batch rule lives in .parts; its names stay importable here
+    IMAGE_KEYS,
+    LABEL_KEYS,
+    BatchParts,
+    input_members,
+    is_frame,
+    is_scalar,
+    item_count,
+    split_batch,
+    split_sample,
+    unpack,
+)
 from .targets import normalise_labels, target_masks
 
-IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
-LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes", "mask", "masks")
+__all__ = ["IMAGE_KEYS", "LABEL_KEYS", "Batch", "BatchParts", "batch_arrays", "input_members",
+           "item_count", "make_batch", "split_batch", "split_sample", "unpack"]
 
 
 @dataclass
@@ -30,7 +41,7 @@ class Batch:
     ``items`` always lists the images one by one (``None`` where a sample was None).
     """
 
-    kind: str  # "image" or "table"
+    kind: str  # "image" or "table" (a batch of sequences is a table, one row per sequence)
     items: list[np.ndarray | None] = field(default_factory=list)
     images: np.ndarray | None = None
     table: Any = None  # pandas DataFrame for tabular batches
@@ -42,6 +53,7 @@ class Batch:
     indices: list[int] | None = None  # where each item sits in its source (dataset index)
     notes: list[str] = field(default_factory=list)  # about the data: shapes that differ
     info: list[str] = field(default_factory=list)  # about the reading: pages, layout choice
+    sequence: tuple[int, int] | None = None  # (steps, features) of a batch of sequences
 
     def __len__(self) -> int:
         return len(self.table) if self.kind == "table" else len(self.items)
@@ -50,149 +62,27 @@ class Batch:
         """The source index of the k-th item (its position when the source has none)."""
         return self.indices[k] if self.indices is not None else k
 
+def make_batch(x: Any, y: Any = None, *, layout: str = "auto", what: str = "batch",
+               items: int | None = None) -> Batch:
+    """Build a canonical :class:`Batch` from inputs ``x`` and optional labels ``y``.
 
-class BatchParts(NamedTuple):
-    """Which element of a batch is the model's input and which its target."""
+    ``items`` is how many items ``x`` holds when the caller knows (it stacked them); else
+    a target with one entry per row of ``x`` says so. With ``layout="auto"`` a 3-D float
+    array of N items that do not look like pictures (:func:`~.layout.is_sequence_batch`)
+    is a batch of sequences: a table with one row per sequence.
 
-    input: Any
-    target: Any
-
-
-def split_batch(batch: Any) -> BatchParts:
-    """The one rule for "which element of a batch is the input": used by ``show_batch``,
-    the checks, the loader tap and the run store alike. Never raises.
-
-    - a dict (or an object with such attributes): the first of :data:`IMAGE_KEYS` is the
-      input and the first of :data:`LABEL_KEYS` the target, in that order of preference
-      whatever the dict's own order; without a known input key, the first array-like value
-      that is not under a label key (``None`` when there is none);
-    - ``(x, y, ...)`` tuples and DataLoader's ``[x, y]`` lists: the first element is the
-      input and the second the target, when the second is a scalar or holds one entry per
-      input item; a one-element ``[x]`` (a ``TensorDataset`` of inputs only) is ``x``;
-    - anything else (an array, a tensor, a list of images) is the input itself.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> parts = split_batch({"label": np.arange(2), "image": np.zeros((2, 1, 4, 4))})
-    >>> parts.input.shape, parts.target.tolist()
-    ((2, 1, 4, 4), [0, 1])
-    >>> split_batch([np.zeros((3, 5))]).input.shape
-    (3, 5)
+    >>> make_batch(np.zeros((32, 12, 1)), np.arange(32)).sequence
+    (12, 1)
     """
-    if isinstance(batch, Mapping):
-        return _split_keyed(batch, batch.get)
-    if isinstance(batch, (tuple, list)):
-        if len(batch) == 1 and _has_items(batch[0]):
-            return BatchParts(batch[0], None)
-        if len(batch) >= 2 and _looks_like_xy(batch) and (
-                isinstance(batch, tuple) or _list_xy(batch)):
-            return BatchParts(batch[0], batch[1])
-        return BatchParts(batch, None)
-    if not (is_arraylike(batch) or _is_frame(batch)) and _has_named_parts(batch):
-        return _split_keyed(batch, lambda k: getattr(batch, k, None))
-    return BatchParts(batch, None)
-
-
-def split_sample(item: Any) -> BatchParts:
-    """:func:`split_batch` for one dataset item: ``(x, y, ...)`` is always input and target
-    (one sample's input and target need not have a common first axis: a ``(5,)`` vector
-    and a one-hot ``(4,)`` target, an image and a larger target image).
-
-    >>> import numpy as np
-    >>> split_sample((np.zeros(5), np.eye(4)[1])).target.tolist()
-    [0.0, 1.0, 0.0, 0.0]
-    """
-    if isinstance(item, (tuple, list)) and len(item) >= 2 and (
-            is_arraylike(item[0]) or _is_frame(item[0])):
-        return BatchParts(item[0], item[1])
-    return split_batch(item)
-
-
-def _split_keyed(batch: Any, get: Any) -> BatchParts:
-    names = list(batch) if isinstance(batch, Mapping) else [
-        k for k in (*IMAGE_KEYS, *LABEL_KEYS) if hasattr(batch, k)]
-    x_key = next((k for k in IMAGE_KEYS if k in names), None)
-    y_key = next((k for k in LABEL_KEYS if k in names), None)
-    if x_key is None and isinstance(batch, Mapping):
-        x_key = next((k for k in names if k not in LABEL_KEYS and _has_items(batch[k])), None)
-    return BatchParts(get(x_key) if x_key is not None else None,
-                      get(y_key) if y_key is not None else None)
-
-
-def _list_xy(batch: list) -> bool:
-    """A list is ``[x, y]`` (DataLoader collates tuples into lists) or ``[x, y, ...]``
-    with one target per input; a list of images with a ``None`` among them is not."""
-    y = batch[1]
-    return y is not None and (len(batch) == 2 or item_count(y) == item_count(batch[0]))
-
-
-def _has_items(obj: Any) -> bool:
-    shape = getattr(obj, "shape", None)
-    return shape is not None and len(shape) >= 1 and not is_pil(obj)
-
-
-def _has_named_parts(obj: Any) -> bool:
-    return any(hasattr(obj, k) for k in IMAGE_KEYS if k not in ("data",))
-
-
-def unpack(batch: Any, what: str = "batch", *, sample: bool = False) -> tuple[Any, Any]:
-    """Split a batch (or with ``sample=True`` one dataset item) into ``(inputs, labels)``
-    by :func:`split_batch` (:func:`split_sample`), strictly: a dict that names no input
-    raises a :class:`VizdebugError` listing its keys.
-
-    Examples
-    --------
-    >>> x, y = unpack({"image": [1], "label": [0]})
-    >>> y
-    [0]
-    """
-    if isinstance(batch, Mapping) and not any(k in batch for k in IMAGE_KEYS):
-        raise VizdebugError(
-            f"{what} is a dict with keys {list(batch)[:10]}; none of them names the inputs. "
-            f"Use one of {list(IMAGE_KEYS)} or pass batch[<your key>] directly."
-        )
-    return tuple(split_sample(batch) if sample else split_batch(batch))
-
-
-def _looks_like_xy(seq: tuple | list) -> bool:
-    x, y = seq[0], seq[1]
-    if not (is_arraylike(x) or _is_frame(x) or isinstance(x, list)):
-        return False
-    if np.isscalar(y) or y is None or getattr(y, "ndim", None) == 0:
-        return True
-    n_x = item_count(x)
-    if n_x is None or item_count(y) != n_x:
-        return False
-    # a batch of images is 4-D (its target may be a mask or an image); two same-sized
-    # single images in a list are two items, not (x, y)
-    return getattr(y, "ndim", 1) <= 2 or getattr(x, "ndim", 0) >= 4
-
-
-def item_count(obj: Any) -> int | None:
-    """How many items a batch-like object holds along its first axis (None: not a batch)."""
-    if is_pil(obj):
-        return None
-    shape = getattr(obj, "shape", None)
-    if shape is not None:
-        return int(shape[0]) if len(shape) else None
-    return len(obj) if isinstance(obj, (list, tuple)) else None
-
-
-def _is_frame(obj: Any) -> bool:
-    return type(obj).__name__ == "DataFrame" and hasattr(obj, "columns")
-
-
-def make_batch(x: Any, y: Any = None, *, layout: str = "auto", what: str = "batch") -> Batch:
-    """Build a canonical :class:`Batch` from inputs ``x`` and optional labels ``y``."""
     if layout != "auto" and layout not in (*LAYOUTS, "table"):
         raise VizdebugError(f"layout must be 'auto', 'table' or one of {LAYOUTS}, got {layout!r}")
-    if _is_frame(x) or layout == "table":
+    if is_frame(x) or layout == "table":
         out = _table_batch(x, what)
     elif isinstance(x, (list, tuple)) and not _is_number_list(x):
         out = _list_batch(list(x), layout, what)
     else:
-        out = _array_batch(x, layout, what)
+        n = items if items is not None else None if is_scalar(y) else item_count(y)
+        out = _array_batch(x, layout, what, n)
     out.labels = normalise_labels(y, len(out), what)
     if out.labels is None and out.kind == "image":
         spatial = out.images.shape[2:] if out.images is not None else None
@@ -207,7 +97,7 @@ def _is_number_list(seq: list | tuple) -> bool:
 def _table_batch(x: Any, what: str) -> Batch:
     import pandas as pd
 
-    if _is_frame(x):
+    if is_frame(x):
         frame = x
     else:
         arr = to_numpy(x, what)
@@ -220,18 +110,33 @@ def _table_batch(x: Any, what: str) -> Batch:
     return Batch(kind="table", table=frame, layout="table", was_tensor=is_tensor(x))
 
 
-def _array_batch(x: Any, layout: str, what: str) -> Batch:
+def _array_batch(x: Any, layout: str, what: str, items: int | None) -> Batch:
     arr = to_numpy(x, what)
     if arr.size == 0:
         raise VizdebugError(f"{what} is empty ({describe(x)}): there is nothing to show")
     if layout == "auto" and arr.ndim <= 2 and not (arr.ndim == 2 and arr.dtype.kind in "bu"):
         return _table_batch(arr, what)
-    guess = infer_layout(arr.shape) if layout == "auto" else None
+    guess = infer_layout(arr.shape, items) if layout == "auto" else None
+    if guess is not None and guess.layout == "NHW" and is_sequence_batch(arr):
+        return _sequence_batch(arr, is_tensor(x))
     chosen = guess.layout if guess else layout
     images = to_nchw(arr, chosen)
     note = _layout_note(chosen, layout, guess.reason if guess else "", guess and guess.ambiguous)
     return Batch(kind="image", items=list(images), images=images, layout=chosen,
                  layout_note=note, was_tensor=is_tensor(x))
+
+
+def _sequence_batch(arr: np.ndarray, was_tensor: bool) -> Batch:
+    """N sequences of T steps x F features as a table of N rows and T * F columns."""
+    import pandas as pd
+
+    n, steps, features = arr.shape
+    names = [f"t{t}" if features == 1 else f"t{t}.f{j}"
+             for t in range(steps) for j in range(features)]
+    frame = pd.DataFrame(arr.reshape(n, -1), columns=names)
+    note = f"{n} sequences of {steps} steps x {features} features (N, T, F)"
+    return Batch(kind="table", table=frame, layout="sequence", layout_note=note,
+                 was_tensor=was_tensor, sequence=(steps, features))
 
 
 def _layout_note(chosen: str, asked: str, reason: str, ambiguous: bool | None) -> str:
@@ -294,7 +199,7 @@ def batch_arrays(batch: Any, max_bytes: int) -> list[np.ndarray]:
     [(4, 1, 2, 2), (4,)]
     """
     parts = split_batch(batch)
-    x = _numeric(parts.input)
+    x = _numeric(input_members(parts.input)[0])  # siamese/triplet: the first input
     if x is None or x.ndim == 0:
         return []
     rows = max(1, min(x.shape[0], max_bytes // max(1, x[:1].nbytes)))

@@ -31,8 +31,10 @@ def _is_ch(n: int) -> bool:
     return n in CHANNELS
 
 
-def infer_layout(shape: tuple[int, ...]) -> LayoutGuess:
-    """Guess the layout of an array of ``shape`` holding images.
+def infer_layout(shape: tuple[int, ...], items: int | None = None) -> LayoutGuess:
+    """Guess the layout of an array of ``shape`` holding images; ``items``, when known
+    (one target per item), is how many images it holds, so a 3-D array of that many rows
+    is a batch, never one image.
 
     Examples
     --------
@@ -42,12 +44,17 @@ def infer_layout(shape: tuple[int, ...]) -> LayoutGuess:
     'NHWC'
     >>> infer_layout((64, 8, 8)).layout
     'NHW'
+    >>> infer_layout((32, 12, 1)).layout, infer_layout((32, 12, 1), items=32).layout
+    ('HWC', 'NHW')
     """
     ndim = len(shape)
     if ndim == 4:
         return _infer_4d(shape)
     if ndim == 3:
-        return _infer_3d(shape)
+        guess = _infer_3d(shape)
+        if guess.layout != "NHW" and items is not None and 1 < items == shape[0]:
+            return LayoutGuess("NHW", reason=f"axis 0 holds the {items} items")
+        return guess
     if ndim == 2:
         return LayoutGuess("HW")
     if ndim > 4:
@@ -88,6 +95,52 @@ def _infer_3d(shape: tuple[int, ...]) -> LayoutGuess:
     if _is_ch(c) and not _is_ch(a) and a > 4 and b > 4:
         return LayoutGuess("HWC", reason="one image, channels last")
     return LayoutGuess("NHW")
+
+
+# A batch read as N items of B x C is a batch of sequences (N, T, F) rather than of grey
+# images when its items do not look like pictures. Square items are pictures (digits 8 x 8,
+# MNIST 28 x 28), and so are strips one row high (a 1 x 200 profile). Items one column wide
+# are one feature over T steps: the (batch, time, 1) input of a univariate LSTM. Other
+# items are pictures when their values follow their neighbours along both axes, as pixels
+# do (digits' neighbours correlate 0.70 down and 0.40 across, photos more); the features of
+# one time step need not (a noisy sine's, side by side, correlate -0.03; one-hot tokens'
+# -0.04), while a picture has no axis along which neighbours are strangers.
+NEIGHBOUR_CORR = 0.2
+
+
+def is_sequence_batch(x: np.ndarray) -> bool:
+    """True when a 3-D float array of N items of B x C holds sequences (steps x features),
+    not grey images (the rule above ``NEIGHBOUR_CORR``).
+
+    >>> t = np.arange(50.0)[None, :, None]
+    >>> is_sequence_batch(np.sin(t * np.linspace(0.1, 1, 8)))  # 50 steps of 8 features
+    True
+    >>> is_sequence_batch(np.zeros((64, 8, 8))), is_sequence_batch(np.zeros((32, 12, 1)))
+    (False, True)
+    """
+    if x.ndim != 3 or x.dtype.kind != "f":
+        return False
+    _, rows, cols = x.shape
+    if rows == cols or rows == 1:
+        return False
+    if cols == 1:
+        return True
+    sample = x[:: max(1, len(x) // 64)][:64].astype(np.float64)
+    return min(_neighbour_corr(sample, 1), _neighbour_corr(sample, 2)) < NEIGHBOUR_CORR
+
+
+def _neighbour_corr(x: np.ndarray, axis: int) -> float:
+    """Correlation of each finite value with its next neighbour along ``axis``."""
+    a = np.delete(x, -1, axis=axis).reshape(-1)
+    b = np.delete(x, 0, axis=axis).reshape(-1)
+    ok = np.isfinite(a) & np.isfinite(b)
+    if not ok.any():
+        return 0.0
+    with np.errstate(all="ignore"):  # values near the float limits: no correlation to read
+        a, b = a[ok] - a[ok].mean(), b[ok] - b[ok].mean()
+        scale = np.sqrt((a * a).mean()) * np.sqrt((b * b).mean())
+        corr = (a * b).mean() / scale if scale > 0 else 0.0
+    return float(corr) if np.isfinite(corr) else 0.0
 
 
 def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:

@@ -15,11 +15,17 @@ from ...errors import VizdebugError, short_repr
 
 # Thresholds on the display scale [0, 1]; chosen on digits and synthetic photos so that a
 # real digit or photo never trips them (see tests/test_images.py).
-BLANK_STD = 0.02  # an image whose pixels vary less than this shows nothing
-BLANK_SPREAD = 0.06  # ... and whose 1st-99th percentile spread is below this
-# Nearly blank: at most this many pixels stand out from the background (a random crop that
-# kept a digit's corner). Whole 8x8 digits light 16+ pixels, crops shifted by 1-2 pixels
-# 11+; the share bound keeps tiny images (4x4 with 2 lit) unflagged.
+# Blank: (almost) no information. Apart from at most LIT_MAX pixels that stand out (a random
+# crop that kept a digit's corner), the image is one value: BLANK_SHARE of its pixels lie
+# within about one grey level of 255 of the median. A constant fill, an all-black crop or
+# an image clipped to white is blank; a low-contrast crop of a photograph is not, however
+# faint: a sky patch or a smooth gradient spreads over many grey levels, and that texture -
+# not the contrast - is what an empty picture lacks. Crops of 8x8 digits that keep 1-4 lit
+# pixels keep at most 7 non-zero ones (89% at the background); whole digits light 16+
+# pixels, crops shifted by 1-2 pixels 11+; the share bound keeps tiny images (4x4 with 2
+# lit) unflagged.
+BLANK_LEVEL = 0.004  # within this of the median: at the background value
+BLANK_SHARE = 0.85
 LIT_DELTA = 0.1     # a pixel stands out when a channel differs this much from its median
 LIT_MAX = 4
 LIT_MAX_SHARE = 0.1
@@ -186,32 +192,45 @@ def image_flags(raw: np.ndarray, display: np.ndarray, scaling: Scaling) -> list[
     finite = display[np.isfinite(display)]
     if finite.size == 0:
         return flags
-    flat = finite.std() < BLANK_STD and np.ptp(np.percentile(finite, [1, 99])) < BLANK_SPREAD
-    if flat or nearly_blank(display):
+    if blank(display):
         flags.append("blank")
     elif scaling.absolute and np.mean(finite >= 0.995) > SATURATED_SHARE:
         flags.append("saturated")
     return flags
 
 
-def nearly_blank(display: np.ndarray) -> bool:
-    """True when 1 to ``LIT_MAX`` pixels of a C x H x W display image (at most
-    ``LIT_MAX_SHARE`` of them) stand out from the background: almost nothing to see.
+def blank(display: np.ndarray) -> bool:
+    """True when a C x H x W display image holds (almost) no information: apart from at
+    most ``LIT_MAX`` pixels (and ``LIT_MAX_SHARE`` of them) that stand out from the
+    background, ``BLANK_SHARE`` of its pixels are at one value. An image with non-finite
+    values is judged on its finite ones, without standouts.
 
     >>> img = np.zeros((1, 8, 8)); img[0, 0, :3] = 1.0
-    >>> nearly_blank(img), nearly_blank(np.pad(np.ones((1, 4, 4)), ((0, 0), (2, 2), (2, 2))))
+    >>> blank(img), blank(np.pad(np.ones((1, 4, 4)), ((0, 0), (2, 2), (2, 2))))
     (True, False)
+    >>> sky = np.linspace(0.55, 0.6, 64).reshape(1, 8, 8)  # a faint gradient: not blank
+    >>> blank(sky), blank(np.full((1, 8, 8), 0.3))
+    (False, True)
     """
-    pixels = display.shape[-1] * display.shape[-2]
-    if pixels * LIT_MAX_SHARE < 1 or not np.isfinite(display).all():
-        return False  # too small to tell; non-finite images have their own flag
     flat = display.reshape(display.shape[0], -1)
+    if not np.isfinite(flat).all():
+        finite = flat[np.isfinite(flat)]
+        return bool(finite.size) and _at_background(finite[None], finite.size)
     sample = flat[:, :: max(1, flat.shape[1] // 1024)]  # the background of a near-empty
     background = np.median(sample, axis=1)[:, None]     # image is the median of any 9+
     if np.count_nonzero((np.abs(sample - background) > LIT_DELTA).any(axis=0)) > LIT_MAX:
         return False  # plenty to see (most images end here, cheaply)
     count = int(np.count_nonzero((np.abs(flat - background) > LIT_DELTA).any(axis=0)))
-    return 0 < count <= min(LIT_MAX, pixels * LIT_MAX_SHARE)
+    if count > (min(LIT_MAX, flat.shape[1] * LIT_MAX_SHARE) if count else 0):
+        return False
+    return _at_background(flat, flat.shape[1])
+
+
+def _at_background(flat: np.ndarray, pixels: int) -> bool:
+    """``BLANK_SHARE`` of the ``pixels`` of a C x P image within ``BLANK_LEVEL`` of its
+    median, in every channel."""
+    near = np.abs(flat - np.median(flat, axis=1)[:, None]) <= BLANK_LEVEL
+    return bool(np.count_nonzero(near.all(axis=0)) >= BLANK_SHARE * pixels)
 
 
 def channel_stats(images: np.ndarray) -> list[dict[str, float]]:

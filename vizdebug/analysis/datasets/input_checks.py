@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ...data.arrays import to_numpy
-from ...data.batch import Batch, make_batch, unpack
+from ...data.batch import Batch, make_batch
+from ...data.parts import input_members, unpack
 from ...data.targets import LabelSet
 from ...errors import VizdebugError, describe
 from ...findings import Finding, Findings, fmt_indices
@@ -54,12 +56,43 @@ def check_batch(batch: Any, *, mean=None, std=None, layout: str = "auto") -> Fin
 
 def _check_batch(batch: Any, mean, std, layout: str) -> Findings:
     x, y = unpack(batch)
+    members = input_members(x)
+    if len(members) == 1:
+        return Findings([*_input_findings(x, y, mean, std, layout), *target_findings(y)])
+    # siamese/triplet inputs: each member is a batch the model receives (labels once)
+    per_member = [_input_findings(m, y if k == 0 else None, mean, std, layout)
+                  for k, m in enumerate(members)]
+    return Findings([*of_members(per_member), *target_findings(y)])
+
+
+def _input_findings(x: Any, y: Any, mean, std, layout: str) -> list[Finding]:
     canon = make_batch(x, y, layout=layout)
     if canon.kind == "table":
-        return Findings([*table_findings(canon), *target_findings(y)])
+        return table_findings(canon)
     scaling = infer_scaling(canon.images, mean, std) if canon.images is not None else None
-    flags = image_flags_for(canon, scaling, mean, std)
-    return Findings([*image_findings(canon, flags, scaling), *target_findings(y)])
+    return image_findings(canon, image_flags_for(canon, scaling, mean, std), scaling)
+
+
+def of_members(per_member: list[list[Finding]]) -> list[Finding]:
+    """The findings of each of several parallel inputs: one finding per code, the first
+    input's, naming the others that have it alike (``label-imbalance`` is about the
+    targets, not an input, and stays as it is)."""
+    n, found, inputs = len(per_member), {}, {}
+    for k, findings in enumerate(per_member):
+        for f in findings:
+            found.setdefault(f.code, f)
+            inputs.setdefault(f.code, []).append(k)
+    out = []
+    for code, f in found.items():
+        if code == "label-imbalance":
+            out.append(f)
+            continue
+        ks = inputs[code]
+        also = ", ".join(str(k + 1) for k in ks[1:])
+        alike = f" (input {also} alike)" if also else ""
+        out.append(replace(f, message=f"input {ks[0] + 1} of {n}{alike}: {f.message}",
+                           evidence={**f.evidence, "inputs": ks}))
+    return out
 
 
 def target_findings(y: Any) -> list[Finding]:
@@ -200,7 +233,7 @@ def _scale_findings(canon: Batch) -> list[Finding]:
 def _same_label_finding(labels: list | None) -> list[Finding]:
     if not labels or len(labels) < SAME_LABEL_MIN_BATCH or isinstance(labels[0], LabelSet):
         return []  # multi-label rows may well share their set
-    counts = Counter(map(_label_key, labels))
+    counts = Counter(map(label_key, labels))
     label, top = counts.most_common(1)[0]
     if top != len(labels):
         return []
@@ -228,28 +261,41 @@ def _one_class_finding(label: Any, n: int) -> Finding:
              "a filter that kept one class)")
 
 
-def _label_key(v: Any) -> Any:
+def label_key(v: Any) -> Any:
+    """A label as the class it counts for (``1.0`` is class ``1``, a tensor its text)."""
     if isinstance(v, float) and v.is_integer():
         return int(v)  # 0.0/1.0 targets of a binary loss are the classes 0 and 1
     return v if isinstance(v, (int, str, bool)) else str(v)
 
 
 def table_findings(canon: Batch) -> list[Finding]:
-    """Non-finite values per column of a tabular batch."""
+    """Non-finite values per column of a tabular batch; a batch of sequences is judged
+    per feature (its rows are sequences, each feature a column over all their steps)."""
     frame = canon.table
     numeric = frame.select_dtypes("number")
     values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-    bad_cols = [str(c) for c, n in zip(numeric.columns, (~np.isfinite(values)).sum(0)) if n]
+    columns, names = _per_feature(canon, values, [str(c) for c in numeric.columns])
+    bad_cols = [c for c, n in zip(names, (~np.isfinite(columns)).sum(0)) if n]
     if not bad_cols:
-        return [*_column_scale_finding(values, [str(c) for c in numeric.columns]),
-                *_same_label_finding(canon.labels)]
+        return [*_column_scale_finding(columns, names), *_same_label_finding(canon.labels)]
     rows = np.flatnonzero((~np.isfinite(values)).any(1)).tolist()
+    noun = "rows" if canon.sequence is None else "sequences"
     return [Finding(
         "input-nonfinite", "error",
-        f"{len(rows)} of {len(frame)} rows hold NaN/Inf, in columns {', '.join(bad_cols[:10])}",
+        f"{len(rows)} of {len(frame)} {noun} hold NaN/Inf, in columns {', '.join(bad_cols[:10])}",
         where=fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
         hint="impute or drop missing values before the model (SimpleImputer, dropna)",
     ), *_same_label_finding(canon.labels)]
+
+
+def _per_feature(canon: Batch, values: np.ndarray, names: list[str]
+                 ) -> tuple[np.ndarray, list[str]]:
+    """The columns statistics are taken over: a table's own, or for a batch of sequences
+    each feature over every step of every sequence."""
+    if canon.sequence is None:
+        return values, names
+    features = canon.sequence[1]
+    return values.reshape(-1, features), [f"f{j}" for j in range(features)]
 
 
 def _column_scale_finding(values: np.ndarray, names: list[str]) -> list[Finding]:
@@ -285,7 +331,7 @@ def label_balance(labels: list[Any]) -> list[Finding]:
     whole numbers) have no classes and are left alone."""
     if not labels or _is_regression(labels):
         return []
-    counts = Counter(map(_label_key, labels))
+    counts = Counter(map(label_key, labels))
     if len(counts) == 1 and len(labels) >= ONE_CLASS_MIN:
         return [_one_class_finding(next(iter(counts)), len(labels))]
     if len(counts) < 2 or len(counts) > 1000:

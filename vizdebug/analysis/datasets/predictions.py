@@ -4,7 +4,10 @@ Accuracy on imbalanced classes flatters a model that mostly predicts the majorit
 :func:`prediction_report` computes the confusion matrix, per-class precision/recall/F1
 and balanced accuracy from plain arrays; :func:`check_predictions` names
 ``misleading-accuracy`` when the accuracy is close to what always predicting the
-majority class would score.
+majority class would score *while* some class is rarely recalled. An accuracy near the
+majority rate does not lie when every class is found above chance: a class-weighted
+model that recalls 92% of the majority and 60% of a 10% minority scores 89% under a 90%
+majority rate, with a balanced accuracy of 76% that says what it does.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ MIN_LIFT = 0.25
 BALANCED_GAP = 0.2
 MISSED_SUPPORT = 0.05
 ACCURACY_GAP = 0.1
+# Accuracy near the majority rate misleads only beside a class that is rarely recalled:
+# found less often than the 1/K of its samples a uniform guess among K classes would find.
+# A class-weighted model that recalls every class above that is trading accuracy for
+# balance in the open (4 classes, 80% majority: recalls 0.87/0.78/0.49/0.78, accuracy 84%).
 MAX_CLASSES = 1000
 
 
@@ -186,15 +193,19 @@ def check_predictions(y_true: Any, y_pred: Any, *, labels: Any = None) -> Findin
 
 
 def accuracy_findings(report: PredictionReport) -> list[Finding]:
-    """``misleading-accuracy`` (warning) for a model close to the majority guess."""
+    """``misleading-accuracy`` (warning) for a model close to the majority guess while some
+    class is rarely recalled (or one with 5% of the samples is never recalled)."""
     n = report.support.sum()
     never = [str(c) for c, r, s in zip(report.classes, report.recall, report.support)
              if s > 0 and r == 0]
     big_miss = any(s >= MISSED_SUPPORT * n and r == 0
                    for r, s in zip(report.recall, report.support))
     # near the majority rate *because* the minority classes are missed: a class-weighted
-    # model may trade accuracy for balanced accuracy and sit below the majority rate
-    near_majority = (report.lift < MIN_LIFT
+    # model may trade accuracy for balanced accuracy and sit at or below the majority
+    # rate while it finds every class
+    chance = 1 / len(report.classes)
+    rarely = any(s > 0 and r < chance for r, s in zip(report.recall, report.support))
+    near_majority = (rarely and report.lift < MIN_LIFT
                      and report.accuracy - report.balanced_accuracy >= ACCURACY_GAP)
     hidden = big_miss and report.accuracy - report.balanced_accuracy >= BALANCED_GAP
     if (len(report.classes) < 2 or report.majority_share < MAJORITY_SHARE

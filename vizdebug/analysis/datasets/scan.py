@@ -9,17 +9,19 @@ from typing import Any
 import numpy as np
 
 from ...data.arrays import to_numpy
-from ...data.batch import Batch, make_batch, unpack
+from ...data.batch import Batch, make_batch
+from ...data.parts import input_members, unpack
 from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ...findings import Finding, Findings, fmt_indices
 from ...progress import Progress
 from .images import infer_scaling
-from .input_checks import image_findings, image_flags_for, label_balance
+from .input_checks import image_findings, image_flags_for, label_balance, of_members
+from .sampling import handled_imbalance
 
 
 @dataclass
 class _Scan:
-    xs: dict[int, np.ndarray] = field(default_factory=dict)
+    xs: dict[int, list[np.ndarray]] = field(default_factory=dict)  # one array per input
     labels: dict[int, Any] = field(default_factory=dict)
     nones: list[int] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
@@ -97,14 +99,15 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     if isinstance(x, (list, tuple)) and any(v is None for v in x):
         scan.nones.append(i)
         return
+    members = input_members(x)  # siamese/triplet items: each input on its own
     try:
-        arr = to_numpy(x, f"dataset[{i}]")
+        arrays = [to_numpy(m, f"dataset[{i}]") for m in members]
     except VizdebugError as exc:
         scan.errors[i] = str(exc)
         return
-    scan.was_tensor |= type(x).__module__.startswith("torch")
-    scan.xs[i] = arr
-    scan.signatures[i] = (arr.shape, str(arr.dtype))
+    scan.was_tensor |= type(members[0]).__module__.startswith("torch")
+    scan.xs[i] = arrays
+    scan.signatures[i] = tuple((a.shape, str(a.dtype)) for a in arrays)
     label = _label_value(y) if y is not None else None
     if isinstance(label, (int, float, str, np.integer, np.floating)):
         scan.labels[i] = label  # class ids; masks, multi-hot rows, target images have none
@@ -148,8 +151,8 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
         counted += _content_findings(scan)
     if len(idx) < n:
         counted = [_in_a_sample(f, len(idx), n) for f in counted]
-    found = Findings(_none_and_error_findings(scan, len(idx), n) + counted
-                     + label_balance(list(scan.labels.values())))
+    balance = handled_imbalance(label_balance(list(scan.labels.values())), dataset, scan.labels)
+    found = Findings(_none_and_error_findings(scan, len(idx), n) + counted + balance)
     found.title = (f"Dataset check (check_dataset): {len(idx):,} of {n:,} items "  # type: ignore[attr-defined]
                    f"of a {type(dataset).__name__}")
     return found
@@ -204,46 +207,58 @@ def _shape_findings(scan: _Scan) -> list[Finding]:
     odd = sorted(i for i, s in scan.signatures.items() if s != common)
     if not odd:
         return []
-    others = sorted({f"{s[0]} {s[1]}" for s in counts if s != common})
+    others = sorted({_signature_text(s) for s in counts if s != common})
     return [Finding(
         "shape-inconsistent", "warning",
         f"{len(odd)} of {len(scan.signatures)} items differ from the usual shape/dtype "
-        f"{common[0]} {common[1]}: {', '.join(others[:5])}; indices {fmt_indices(odd)}",
-        where=fmt_indices(odd), evidence={"indices": odd[:256], "usual": str(common)},
+        f"{_signature_text(common)}: {', '.join(others[:5])}; indices {fmt_indices(odd)}",
+        where=fmt_indices(odd), evidence={"indices": odd[:256], "usual": _signature_text(common)},
         hint="a transform that is skipped for some items (e.g. Resize only on a branch), mixed "
              "grey/RGB files (convert('RGB')), or float64 from numpy beside float32 tensors",
     )]
 
 
+def _signature_text(signature: tuple) -> str:
+    """``(8, 8) float32``; the inputs of a siamese/triplet item joined by ``+``."""
+    return " + ".join(f"{shape} {dtype}" for shape, dtype in signature)
+
+
 def _content_findings(scan: _Scan) -> list[Finding]:
-    """Image checks (NaN, blank, scale, layout) on the items of the usual shape."""
+    """Image checks (NaN, blank, scale, layout) on the items of the usual shape, input by
+    input for items of parallel inputs."""
     if not scan.signatures:
         return []
     common = Counter(scan.signatures.values()).most_common(1)[0][0]
     keep = [i for i, s in scan.signatures.items() if s == common]
-    stacked = _stack(scan, keep)
+    scan.xs = {i: scan.xs[i] for i in keep}  # the odd ones are let go before the copies
+    if len(common) == 1:
+        return _member_findings(_stack(scan, keep, 0), keep, scan.was_tensor)
+    return of_members([_member_findings(_stack(scan, keep, k), keep, scan.was_tensor)
+                       for k in range(len(common))])
+
+
+def _member_findings(stacked: np.ndarray, keep: list[int], was_tensor: bool) -> list[Finding]:
     if stacked.ndim <= 2 or stacked.dtype.kind not in "biuf":
         return _table_nonfinite(stacked.reshape(len(keep), -1), keep)
     try:
-        canon = make_batch(stacked, layout="auto")
+        canon = make_batch(stacked, layout="auto", items=len(keep))
     except VizdebugError:
         canon = None
     if canon is None or canon.images is None:
         return _table_nonfinite(stacked.reshape(len(keep), -1), keep)
     canon = Batch(kind="image", items=canon.items, images=canon.images, layout=canon.layout,
-                  was_tensor=scan.was_tensor, indices=keep)
+                  was_tensor=was_tensor, indices=keep)
     scaling = infer_scaling(canon.images)
     return image_findings(canon, image_flags_for(canon, scaling), scaling)
 
 
-def _stack(scan: _Scan, keep: list[int]) -> np.ndarray:
-    """The items of one shape in one array, each item let go as it is copied (a sample of
-    1000 224 px images is 600 MB: it must not be held twice)."""
-    first = scan.xs[keep[0]]
+def _stack(scan: _Scan, keep: list[int], member: int) -> np.ndarray:
+    """Input ``member`` of the items of one shape in one array, each item let go as it is
+    copied (a sample of 1000 224 px images is 600 MB: it must not be held twice)."""
+    first = scan.xs[keep[0]][member]
     out = np.empty((len(keep), *first.shape), dtype=first.dtype)
     for k, i in enumerate(keep):
-        out[k] = scan.xs.pop(i)
-    scan.xs.clear()
+        out[k], scan.xs[i][member] = scan.xs[i][member], None
     return out
 
 

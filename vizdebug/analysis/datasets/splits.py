@@ -33,6 +33,7 @@ LEAK_BINS = 64               # quantile bins of one feature in the leak test
 NEAR_SIDE = 16               # images are compared on a 16 x 16 grey thumbnail
 NEAR_MIN_SIDE = 16           # smaller images (digits' 8 x 8) are compared exactly only
 NEAR_CORR = 0.98
+MAX_TARGETS = 20             # target columns of a multi-output split tested for leaks
 
 
 @dataclass
@@ -149,19 +150,30 @@ def _dataset_rows(ds: Any, y: Any, what: str, sample: int) -> SplitRows:
 
 
 def _targets(y: Any, n: int, what: str, sample: int) -> np.ndarray | None:
+    """One target per row: ``(n,)``, or ``(n, k)`` for ``k`` outputs (multi-output
+    regression, multi-label rows; any further axes are flattened into the ``k``)."""
     if y is None:
         return None
     if isinstance(y, list):
-        y = np.asarray([to_numpy(v, f"y_{what}").reshape(-1)[0] if hasattr(v, "shape") else v
-                        for v in y])
-    if hasattr(y, "to_numpy") and not hasattr(y, "columns"):
-        y = y.to_numpy()  # a pandas Series
+        y = np.asarray([_target_row(v, f"y_{what}") for v in y])
+    if hasattr(y, "to_numpy"):
+        y = y.to_numpy()  # a pandas Series or DataFrame
     arr = to_numpy(y, f"y_{what}")[:sample]
-    arr = arr.reshape(arr.shape[0], -1)[:, 0] if arr.ndim > 1 and arr.size == arr.shape[0] else arr
-    if arr.ndim != 1 or arr.shape[0] != n:
+    if arr.ndim > 1:
+        arr = arr.reshape(arr.shape[0], -1)
+        arr = arr[:, 0] if arr.shape[1] == 1 else arr
+    if arr.ndim == 0 or arr.shape[0] != n or arr.size == 0:
         raise VizdebugError(f"y_{what} must hold one target per row of {what} ({n}), got "
                             f"{describe(y)}")
     return arr
+
+
+def _target_row(v: Any, what: str) -> Any:
+    """One item's target: a scalar, or its values as one flat row."""
+    if not hasattr(v, "shape"):
+        return v
+    flat = to_numpy(v, what).reshape(-1)
+    return flat[0] if flat.size == 1 else flat
 
 
 # -- duplicates -------------------------------------------------------------------------
@@ -266,14 +278,27 @@ def _min_max(col: np.ndarray) -> bool:
 
 # -- one feature that gives the answer away ------------------------------------------------
 def target_leak_findings(a: SplitRows, b: SplitRows) -> list[Finding]:
-    """Features that alone predict the test targets (a lookup by quantile bin)."""
+    """Features that alone predict the test targets (a lookup by quantile bin); with
+    ``k`` targets per row, each target column on its own (the first ``MAX_TARGETS``)."""
     if (a.y is None or b.y is None or not a.tabular or a.x.shape[0] < LEAK_MIN_ROWS
             or b.x.shape[0] < 10):
         return []
-    classify = _is_classes(a.y) and _is_classes(b.y)
+    if a.y.ndim == 1:
+        return _leak_findings(a, b, a.y, b.y, "")
+    if b.y.ndim != 2 or b.y.shape[1] != a.y.shape[1]:
+        return []
+    found = []
+    for j in range(min(a.y.shape[1], MAX_TARGETS)):
+        found += _leak_findings(a, b, a.y[:, j], b.y[:, j], f" (target column {j})")
+    return found
+
+
+def _leak_findings(a: SplitRows, b: SplitRows, ya: np.ndarray, yb: np.ndarray,
+                   target: str) -> list[Finding]:
+    classify = _is_classes(ya) and _is_classes(yb)
     leaks = []
     for c in range(min(a.x.shape[1], 500)):
-        score = _one_feature_score(a.x[:, c], a.y, b.x[:, c], b.y, classify)
+        score = _one_feature_score(a.x[:, c], ya, b.x[:, c], yb, classify)
         if score >= LEAK_SCORE:
             leaks.append((a.columns[c], score))
     if not leaks or len(leaks) == a.x.shape[1] and a.x.shape[1] > 1:
@@ -282,10 +307,11 @@ def target_leak_findings(a: SplitRows, b: SplitRows) -> list[Finding]:
     names = ", ".join(f"{n} ({s:.3f})" for n, s in leaks[:5])
     return [Finding(
         "split-target-leak", "warning",
-        f"{len(leaks)} feature(s) alone predict the test targets with {metric} >= "
+        f"{len(leaks)} feature(s) alone predict the test targets{target} with {metric} >= "
         f"{LEAK_SCORE}: {names}",
         where=", ".join(n for n, _ in leaks[:5]),
-        evidence={"features": [n for n, _ in leaks[:50]], "scores": [s for _, s in leaks[:50]]},
+        evidence={"features": [n for n, _ in leaks[:50]], "scores": [s for _, s in leaks[:50]],
+                  **({"target": target.strip(" ()")} if target else {})},
         hint="a column that gives the answer away (an id ordered by class, a value recorded "
              "after the outcome, the label re-encoded): drop it unless it is really known at "
              "prediction time",

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ...data.batch import split_batch
+from ...data.batch import input_members, split_batch
 from ...errors import VizdebugTypeError, describe
 from ..hooks.samples import SampleBuffer
 
@@ -123,7 +123,7 @@ def _numpy_summaries(a: np.ndarray) -> list[np.ndarray]:
 def _finite_input(batch: Any) -> bool:
     """False when the batch's input is a float CPU tensor or array holding NaN or inf: one
     sum (NaN and inf propagate; a float32 overflow only costs a needless description)."""
-    x = split_batch(batch).input
+    x = input_members(split_batch(batch).input)[0]  # a siamese/triplet batch: its first input
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         if not (x.is_cpu and x.is_floating_point()) or x.numel() == 0:
@@ -266,7 +266,7 @@ class LoaderTap:
                 self.on_error("the embedding tracker", exc)
 
     def _describe(self, batch: Any) -> None:
-        x = split_batch(batch).input
+        x = input_members(split_batch(batch).input)[0]
         self.captured.append(batch)
         flat = _deferrable(x)
         if flat is not None:
