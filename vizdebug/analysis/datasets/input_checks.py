@@ -192,23 +192,27 @@ def _layout_findings(canon: Batch) -> list[Finding]:
     if canon.layout != "NHWC":
         return []
     shape = tuple(canon.images.shape[i] for i in (0, 2, 3, 1))
-    severity = "warning" if canon.was_tensor else "info"
     who = "a torch tensor" if canon.was_tensor else "an array"
+    # A fact about the data, not yet a fault: a model may permute its input itself. What
+    # the first convolution receives is checked where the model is known (vd.watch).
     return [Finding(
-        "layout-channels-last", severity,
+        "layout-channels-last", "info",
         f"{who} of shape {shape} has its {shape[3]} channels on the last axis (NHWC); "
         f"PyTorch convolutions read axis 1 ({shape[1]}) as channels",
         evidence={"shape": list(shape)},
-        hint="convert with x.permute(0, 3, 1, 2) (or ToTensor(), which does it) before the model",
+        hint="fine if the model permutes it itself (x.permute(0, 3, 1, 2)); otherwise convert "
+             "before the model (ToTensor() does it). vd.watch(model) checks what the first "
+             "convolution receives",
     )]
 
 
 def _scale_findings(canon: Batch) -> list[Finding]:
     x = canon.images
+    # Facts about the data: whether they hurt depends on the model (a forward that divides
+    # by 255, a norm layer after the first one); vd.watch judges what the first layer gets.
     if x.dtype.kind in "biu" and x.dtype != np.bool_:
-        severity = "warning" if canon.was_tensor else "info"
         return [Finding(
-            "input-not-normalized", severity,
+            "input-not-normalized", "info",
             f"inputs are integers (dtype {x.dtype}, range {x.min()}..{x.max()})",
             evidence={"dtype": str(x.dtype)},
             hint="convert to float and scale: x.float() / 255, then Normalize(mean, std)",
@@ -220,13 +224,14 @@ def _scale_findings(canon: Batch) -> list[Finding]:
         return []
     lo, hi, mean, std = finite_summary(x)
     return [Finding(
-        "input-not-normalized", "warning",
+        "input-not-normalized", "info",
         f"inputs are not normalised: values {lo:.4g}..{hi:.4g}, mean "
         f"{mean:.4g}, std {std:.4g} (99% of |x| below {p99:.4g}; networks "
         "train best with inputs around 0 and unit scale)",
         evidence={"abs_p99": p99, "min": lo, "max": hi},
         hint="divide by the data's maximum (e.g. 255) or standardise with the training mean/std "
-             "(transforms.Normalize); a Normalize that was dropped from the pipeline does this",
+             "(transforms.Normalize); fine if the model normalises them itself (a norm layer "
+             "after its first layer); vd.watch(model) checks what the first layer makes of them",
     )]
 
 

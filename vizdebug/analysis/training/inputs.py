@@ -1,0 +1,78 @@
+"""What the model makes of its inputs: unnormalised data judged where the model is known.
+
+``check_batch`` sees only the data: inputs in 0..255 or columns in their own units are a
+fact about the batch, not yet a fault (a ``forward`` may divide by 255 itself, a norm layer
+after the first layer absorbs any scale). The fault is the relation: the loader's batches
+are off unit scale *and* the first layer with weights turns them into outputs far off unit
+scale at the first sampled step (before training moved anything) *and* no norm layer reads
+its output. A default-initialised ``Linear``/``Conv`` maps unit-scale inputs to outputs of
+standard deviation below about 1, so an output standard deviation of ``FIRST_LAYER_STD``
+means inputs several times off that scale.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...findings import Finding
+from ...findings import fmt_number as _f
+from ...records import ACTIVATION_FIELDS, BATCH_FIELDS, TrainingRecords
+from .profile import NORM_PREFIXES, profile_of
+
+INPUT_ABS = 5.0        # the loader's batches reach |x| of this (as check_batch's threshold)
+FIRST_LAYER_STD = 5.0  # the first weight layer's outputs at the first sample: std this high
+WEIGHT_LAYERS = ("Linear", "Conv", "Bilinear")
+
+
+def rule_input_scale(rec: TrainingRecords) -> list[Finding]:
+    """``input-not-normalized`` when off-scale inputs reach a first layer that nothing
+    normalises (see the module docstring)."""
+    scale = _loader_scale(rec)
+    first = _first_weight_layer(rec)
+    if scale is None or first is None or profile_of(rec).first_layer_normalised:
+        return []
+    index, std = first
+    if scale < INPUT_ABS or not std > FIRST_LAYER_STD:
+        return []
+    path = rec.module_paths[index]
+    return [Finding(
+        "input-not-normalized", "warning",
+        f"the inputs reach the first layer {path!r} unnormalised: the loader's batches reach "
+        f"|x| = {_f(scale)}, and its outputs had a standard deviation of {_f(std)} at the "
+        "first sampled step (about 1 or less for unit-scale inputs); no norm layer follows it",
+        where=path, evidence={"input_abs": scale, "first_layer_std": std},
+        hint="scale the inputs: divide by the data's maximum (e.g. 255) or standardise with the "
+             "training mean/std (transforms.Normalize, StandardScaler fitted on the training "
+             "split); a Normalize dropped from the pipeline does this",
+    )]
+
+
+def _loader_scale(rec: TrainingRecords) -> float | None:
+    """The median over sampled batches of their largest |x|, for float inputs only (token
+    ids and class indices are not scales)."""
+    dtypes = rec.loader.get("dtypes") or {}
+    stats = rec.loader.get("batch_stats")
+    if not any("float" in str(d) for d in dtypes) or stats is None or len(stats) == 0:
+        return None
+    stats = np.asarray(stats, dtype=float)
+    lo, hi = stats[:, BATCH_FIELDS.index("min")], stats[:, BATCH_FIELDS.index("max")]
+    peak = np.maximum(np.abs(lo), np.abs(hi))
+    peak = peak[np.isfinite(peak)]
+    return float(np.median(peak)) if peak.size else None
+
+
+def _first_weight_layer(rec: TrainingRecords) -> tuple[int, float] | None:
+    """The first module with weights in the first sampled step's call order, and the
+    standard deviation of its output then; ``None`` when a norm layer comes first."""
+    if rec.activations.shape[0] == 0 or not rec.module_classes:
+        return None
+    order = rec.activations[0, :, ACTIVATION_FIELDS.index("order")]
+    for i in np.argsort(np.where(np.isfinite(order), order, np.inf)):
+        if not np.isfinite(order[i]):
+            break
+        cls = rec.module_classes[i]
+        if cls.startswith(NORM_PREFIXES):
+            return None
+        if cls.startswith(WEIGHT_LAYERS):
+            return int(i), float(rec.activations[0, i, ACTIVATION_FIELDS.index("std")])
+    return None
