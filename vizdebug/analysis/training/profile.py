@@ -40,6 +40,7 @@ class TrainingProfile:
     model_optimizers: int = 0         # of them, updating the watched model's parameters
     other_optimizers: int = 0         # updating only tensors outside it (another network)
     optimizer_names: tuple[str, ...] = ()
+    optimizer_sizes: tuple[tuple[int, int], ...] = ()  # each one's (model tensors, others)
     closure: bool = False             # step(closure): LBFGS and the like
     held: frozenset[int] = frozenset()  # trainable tensors some optimizer updates
     hand_updates: bool = False        # gradients, but no optimizer steps: SGD by hand
@@ -70,11 +71,11 @@ class TrainingProfile:
     def lines(self) -> list[str]:
         """What vizdebug understood, one short line per fact, for the findings view."""
         out = [_optimizer_line(self)]
-        if self.train_losses:
-            kind = ("the two sides of a game (read as such, not as losses to minimise)"
-                    if self.game else "minimised")
-            names = self.game_losses or self.train_losses
-            out.append(f"losses: {', '.join(names[:4])}: {kind}")
+        if self.game:
+            out.append(f"losses {', '.join(self.game_losses[:4])}: the two sides of a game "
+                       "(not read as losses to minimise)")
+        elif self.train_losses:
+            out.append(f"losses minimised: {', '.join(self.train_losses[:4])}")
         if self.batch_size is not None:
             extra = f" (smallest {self.min_batch})" if self.min_batch != self.batch_size else ""
             out.append(f"batch size: {self.batch_size}{extra}"
@@ -106,12 +107,13 @@ def _optimizer_line(p: TrainingProfile) -> str:
     if p.optimizers == 0:
         return ("optimizers: none seen stepping; weights updated by hand" if p.hand_updates
                 else "optimizers: none seen stepping")
-    parts = [f"{p.optimizers} stepping ({', '.join(p.optimizer_names)})"]
-    if p.other_optimizers:
-        parts.append(f"{p.other_optimizers} of them outside the watched model (another network)")
-    if p.closure:
-        parts.append("step(closure)")
-    return "optimizers: " + "; ".join(parts)
+    parts = []
+    for name, (held, outside) in zip(p.optimizer_names, p.optimizer_sizes):
+        where = (f"the watched model's {held} trainable tensors" if held else
+                 f"{outside} tensors outside the watched model (another network)")
+        parts.append(f"{name} over {where}")
+    closure = " (step(closure))" if p.closure else ""
+    return "optimizers: " + "; ".join(parts) + closure
 
 
 def build_profile(rec: TrainingRecords) -> TrainingProfile:
@@ -126,6 +128,7 @@ def build_profile(rec: TrainingRecords) -> TrainingProfile:
         optimizers=len(opts), model_optimizers=len(model_opts),
         other_optimizers=len(opts) - len(model_opts),
         optimizer_names=tuple(o.cls for o in opts), closure=any(o.closure for o in opts),
+        optimizer_sizes=tuple((len(o.held), o.outside) for o in opts),
         held=held, hand_updates=not opts and rec.grads.shape[0] > 0,
         train_losses=losses, game_losses=_game_losses(losses, len(opts)),
         batch_size=int(np.median(sizes)) if sizes else None,
