@@ -47,6 +47,7 @@ CODES: dict[str, str] = {
     "lr-schedule-collapse": "training",
     "collector-error": "training",
     "run-interrupted": "training",
+    "axis-order": "training",  # a module reads the batch (or another axis) on the wrong axis
     # loss
     "loss-output-mismatch": "loss",
     "labels-out-of-range": "loss",

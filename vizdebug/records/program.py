@@ -1,5 +1,6 @@
 """The program's shape as the collectors saw it: optimizers, sampler, batch sizes, frozen
-parameters and their modules' modes, lazy modules. Read by the training profile."""
+parameters and their modules' modes, lazy modules, what axis-sensitive modules received.
+Read by the training profile and the rules."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 #: Bounds of the program facts, for the collector and the store's reader alike.
 MAX_OPTIMIZERS = 16
 MAX_FACT_PATHS = 256
+MAX_AXIS_FACTS = 32  # what sequence modules and the first convolution received
 
 
 @dataclass
@@ -45,6 +47,53 @@ class OptimizerFacts:
 
 
 @dataclass
+class AxisFacts:
+    """What one axis-sensitive module received at one of the first training forwards.
+
+    ``kind`` is ``"sequence"`` (an RNN/LSTM/GRU or a transformer layer: ``batch_first`` is
+    its setting) or ``"conv"`` (the first convolution a forward reached). For a ``"conv"``,
+    ``reshaped`` says whether its input holds the model input's elements in their memory
+    order (a ``view``/``reshape`` of it, up to a per-channel affine map), ``order`` the
+    permutation of the model input's axes that gives the convolution's shape without
+    mixing axes (``[]`` where none does), and ``permuted`` whether the input equals that
+    permutation (then the program permuted, or both readings agree). ``in_channels`` is
+    the convolution's own: an input whose axis 1 holds another number fails in it.
+
+    >>> AxisFacts.from_json(AxisFacts("lstm", "LSTM", "sequence", [32, 8, 4], False).to_json()).shape
+    [32, 8, 4]
+    """
+
+    path: str
+    cls: str
+    kind: str
+    shape: list[int]
+    batch_first: bool | None = None
+    root_shape: list[int] = field(default_factory=list)  # the model's input
+    reshaped: bool = False
+    permuted: bool = False
+    order: list[int] = field(default_factory=list)
+    in_channels: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "cls": self.cls, "kind": self.kind,
+                "shape": list(self.shape), "batch_first": self.batch_first,
+                "root_shape": list(self.root_shape), "reshaped": self.reshaped,
+                "permuted": self.permuted, "order": list(self.order),
+                "in_channels": self.in_channels}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> AxisFacts:
+        def ints(key: str) -> list[int]:
+            return [int(i) for i in d.get(key, [])[:16]]
+
+        first, channels = d.get("batch_first"), d.get("in_channels")
+        return cls(str(d["path"])[:500], str(d["cls"])[:100], str(d["kind"])[:20],
+                   ints("shape"), None if first is None else bool(first), ints("root_shape"),
+                   bool(d.get("reshaped", False)), bool(d.get("permuted", False)),
+                   ints("order"), None if channels is None else int(channels))
+
+
+@dataclass
 class ProgramFacts:
     """What the collectors saw of the program's shape, beside the statistics: the
     optimizers, the loader's sampler and batch size, the batch sizes the model received,
@@ -65,10 +114,12 @@ class ProgramFacts:
     frozen_norms_eval: list[str] = field(default_factory=list)      # frozen norms in eval()
     lazy: list[str] = field(default_factory=list)         # modules built lazily
     input_requires_grad: bool = False    # the model's input required grad (a penalty term)
+    axes: list[AxisFacts] = field(default_factory=list)   # see :class:`AxisFacts`
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _FACT_FIELDS}
         out["optimizers"] = [o.to_json() for o in self.optimizers]
+        out["axes"] = [a.to_json() for a in self.axes]
         return out
 
     @classmethod
@@ -88,6 +139,7 @@ class ProgramFacts:
             frozen=paths("frozen"), frozen_norms_training=paths("frozen_norms_training"),
             frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
             input_requires_grad=bool(d.get("input_requires_grad", False)),
+            axes=[AxisFacts.from_json(a) for a in d.get("axes", [])[:MAX_AXIS_FACTS]],
         )
 
 

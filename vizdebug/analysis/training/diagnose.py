@@ -16,6 +16,7 @@ import numpy as np
 from ...findings import Finding, Findings, evidence_series
 from ...findings import fmt_number as _f
 from ...records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
+from .axes import rule_axis_order
 from .curves import (
     loss_instability,
     rule_input_bound,
@@ -24,6 +25,7 @@ from .curves import (
     rule_underfitting,
     rule_unstable,
 )
+from .inputs import rule_input_scale
 from .loss_verdicts import loss_event_finding
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 from .profile import profile_of
@@ -296,6 +298,8 @@ def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
 
 # Causes before consequences: bad data, then the first NaN, then the curves.
 RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
+    rule_axis_order,  # a cause: a module reads its input's axes in the wrong order
+    rule_input_scale,  # a cause: off-scale inputs that nothing normalises
     rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
     rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
     rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,

@@ -5,7 +5,9 @@ Each rule is a fault people really write (ported in ``tests/corpus``): a softmax
 ``CrossEntropyLoss``, probabilities or raw scores into ``NLLLoss``, ``BCELoss`` without
 a sigmoid, ``BCEWithLogitsLoss`` after one, a softmax over one output unit, class ids
 outside ``[0, C)``, BCE targets outside ``[0, 1]``, a sigmoid or ReLU output for targets
-it cannot reach, and ``(N, 1)`` against ``(N,)`` broadcast by a regression loss.
+it cannot reach, ``(N, 1)`` against ``(N,)`` broadcast by a regression loss, and
+(log-)probabilities normalised over the batch axis instead of the classes (a
+``log_softmax(x, dim=0)``), whether they reach a class loss or a loss of the program's own.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def _class_output(s: dict[str, Any]) -> list[Problem]:
                  "a binary task with one output unit needs BCEWithLogitsLoss (float targets "
                  "of shape (N, 1)); or give the last layer one unit per class")]
     many = _count(s["x_shape"]) >= MIN_VALUES
+    over_batch = _over_batch(s) if many else None
+    if over_batch is not None:
+        return [over_batch]
     if name == "cross_entropy" and many and _is_probabilities(s):
         return [("loss-output-mismatch", "warning",
                  "cross_entropy was given probabilities (every row in [0, 1], summing to 1): "
@@ -96,6 +101,69 @@ def _class_output(s: dict[str, Any]) -> list[Problem]:
                  "apply log_softmax(dim=1) before NLLLoss, or use CrossEntropyLoss on the "
                  "raw scores")]
     return []
+
+
+def _over_batch(s: dict[str, Any]) -> Problem | None:
+    """Rows normalised over the batch axis (0) instead of the classes (1): every column's
+    logsumexp is 0 (or its sum 1) while the rows' are not. A square input is skipped: in a
+    contrastive (N, N) similarity both axes are the batch, and either normalisation is right."""
+    shape, name = s["x_shape"], s["function"]
+    if len(shape) < 2 or shape[0] < 2 or shape[0] == shape[1] or "lse0_dev" not in s:
+        return None
+    if s["lse0_dev"] <= PROB_TOL < s["lse_dev"]:
+        kind, seen = "log-probabilities", (f"logsumexp over the batch is 0 (within "
+                                           f"{s['lse0_dev']:.1g}), over the classes off by "
+                                           f"up to {s['lse_dev']:.3g}")
+    elif (s["x_min"] >= 0 and s["x_max"] <= 1
+          and s["colsum_dev"] <= PROB_TOL < s["rowsum_dev"]):
+        kind, seen = "probabilities", (f"the batch sums to 1 (within {s['colsum_dev']:.1g}), "
+                                       f"each sample's {shape[1]} classes do not (off by up to "
+                                       f"{s['rowsum_dev']:.3g})")
+    else:
+        return None
+    return ("loss-output-mismatch", "warning",
+            f"{name} was given {kind} normalised over the batch axis, not the classes (input "
+            f"{shape}: {shape[0]} samples, {shape[1]} classes): {seen}. Each sample's score "
+            "depends on the rest of its batch",
+            "normalise over the class axis, dim=1 or dim=-1, not dim=0 (nn.LogSoftmax(dim=1) "
+            "before NLLLoss); CrossEntropyLoss takes the raw scores and normalises them itself")
+
+
+def batch_of(shape: tuple[int, ...] | None, loader_batch: int | None) -> int | None:
+    """The batch the model received, from its first input's shape: the first axis, or the
+    second where it holds the loader's batch and the first does not (a ``(seq, batch, ...)``
+    input, as recurrent models take it).
+
+    Examples
+    --------
+    >>> batch_of((64, 1, 8, 8), 64), batch_of((16, 8, 5), 8), batch_of((3, 4), 64)
+    (64, 8, 3)
+    """
+    if not shape:
+        return None
+    if loader_batch and shape[0] != loader_batch and len(shape) >= 2 and shape[1] == loader_batch:
+        return loader_batch
+    return int(shape[0])
+
+
+def normalised_over_batch(shape: tuple[int, ...], dim: int, batch: int | None) -> bool:
+    """Whether a softmax over axis ``dim`` of a tensor of ``shape`` normalises over the batch:
+    that axis is the only one as long as the batch the model received, and another axis (the
+    classes, the mixture) has more than one entry. Two axes of the batch's size (a contrastive
+    (N, N) similarity, attention whose sequence is as long as the batch) cannot say which one
+    is the batch, so they say nothing.
+
+    Examples
+    --------
+    >>> normalised_over_batch((32, 5), 0, 32), normalised_over_batch((32, 5), 1, 32)
+    (True, False)
+    >>> normalised_over_batch((32, 32), 0, 32), normalised_over_batch((32,), 0, 32)
+    (False, False)
+    """
+    if batch is None or len(shape) < 2 or not 0 <= dim < len(shape) or shape[dim] != batch:
+        return False
+    others = [n for i, n in enumerate(shape) if i != dim]
+    return batch not in others and max(others) > 1
 
 
 def _class_targets(s: dict[str, Any]) -> list[Problem]:

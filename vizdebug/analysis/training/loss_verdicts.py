@@ -3,7 +3,7 @@
 :class:`~vizdebug.collect.checks.losses.LossWatch` records observations only: which loss
 function, a summary of its input and target (shapes, ranges, the operation that made the
 input), the function whose output was squashed twice, the shapes of the tensors a loss
-depends on that nobody trains. Each kind of observation is named by ``detail["check"]``;
+depends on that nobody trains, a softmax over the batch axis whose output reaches the loss. Each kind of observation is named by ``detail["check"]``;
 this module words the finding (message, severity, hint), so that a stored run's events
 (JSON: tuples come back as lists, ``nan`` as a float) give the same findings as a live one.
 """
@@ -14,15 +14,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ...findings import Finding
-from .loss_checks import loss_problems
+from .loss_checks import loss_problems, normalised_over_batch
 
-__all__ = ["LOSS_CALL", "NO_GRAPH", "SQUASHED_TWICE", "UNTRAINED_LEAVES", "loss_event_finding"]
+__all__ = ["LOSS_CALL", "NORMALISED_AXIS", "NO_GRAPH", "SQUASHED_TWICE", "UNTRAINED_LEAVES",
+           "loss_event_finding"]
 
 # the observations LossWatch records (``detail["check"]``)
 LOSS_CALL = "loss-call"                # detail["seen"]: the summary of one loss call
 SQUASHED_TWICE = "squashed-twice"      # detail["source"]: softmax or sigmoid
 NO_GRAPH = "loss-without-graph"        # backward() on a fresh leaf
 UNTRAINED_LEAVES = "untrained-leaves"  # detail["count"], detail["shapes"]
+# detail["function"] (softmax/log_softmax), "dim", "shape", "batch", "consumer"
+NORMALISED_AXIS = "normalised-over-batch"
 
 Verdict = tuple[str, str, str]  # severity, message, hint
 
@@ -91,7 +94,23 @@ def _untrained_leaves(kind: str, detail: dict[str, Any]) -> Verdict:
             "nn.Parameter, and build the optimizer after every module exists")
 
 
+def _normalised_axis(kind: str, detail: dict[str, Any]) -> Verdict | None:
+    shape, dim, batch = tuple(detail.get("shape") or ()), detail.get("dim"), detail.get("batch")
+    if not isinstance(dim, int) or not normalised_over_batch(shape, dim, batch):
+        return None
+    others = ", ".join(f"axis {i} ({n})" for i, n in enumerate(shape) if i != dim and n > 1)
+    name = detail.get("function")
+    return ("warning",
+            f"{name} normalised axis {dim} of a {shape} tensor, whose {batch} entries are the "
+            f"batch the model received, and its output reaches the loss (through "
+            f"{detail.get('consumer')}): each sample's probabilities are shared with the rest "
+            f"of the batch and do not sum to 1 over {others}",
+            f"normalise over the class or mixture axis: {name}(x, dim=-1) (nn.Softmax(dim=1) "
+            f"for an (N, C) output), not over the batch; dim=0 is right only for one sample "
+            f"without a batch axis")
+
+
 _VERDICTS: dict[str, Callable[[str, dict[str, Any]], Verdict | None]] = {
     LOSS_CALL: _loss_call, SQUASHED_TWICE: _squashed_twice, NO_GRAPH: _no_graph,
-    UNTRAINED_LEAVES: _untrained_leaves,
+    UNTRAINED_LEAVES: _untrained_leaves, NORMALISED_AXIS: _normalised_axis,
 }

@@ -25,7 +25,8 @@ from ...analysis.training.loss_checks import (
 )
 from ...analysis.training.loss_verdicts import LOSS_CALL, NO_GRAPH, UNTRAINED_LEAVES
 
-__all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "output_op", "summarize"]
+__all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "normaliser", "output_op",
+           "summarize"]
 
 GRAPH_LIMIT = 20_000  # autograd nodes walked to find the leaves of a loss
 NUMPY_MAX = 1 << 20   # elements summarised in numpy rather than torch
@@ -38,6 +39,7 @@ PASS_THROUGH = frozenset({
     "slice", "index", "getitem", "tocopy", "to", "float", "double", "half", "alias",
     "asstrided", "flatten", "narrow",
 })
+NORMALISERS = frozenset({"softmax", "logsoftmax"})  # op_name of their autograd nodes
 Observation = tuple[str, dict[str, Any]]  # code, detail
 
 
@@ -62,6 +64,37 @@ def output_op(tensor: Any, made: dict[int, tuple[str, weakref.ref]] | None = Non
             return name
         node = node.next_functions[0][0] if node.next_functions else None
     return None
+
+
+def normaliser(tensor: Any) -> tuple[str, int, tuple[int, ...]] | None:
+    """``(op, dim, shape)`` when ``tensor`` (or what it is a reshape or slice of) was made by
+    a softmax or log_softmax: the axis it normalised (as autograd saved it, ``dim=-1`` as
+    the last) and the shape it normalised. None otherwise, or without a graph."""
+    node = getattr(tensor, "grad_fn", None)
+    for hop in range(OP_HOPS):
+        if node is None:
+            return None
+        name = op_name(type(node).__name__)
+        if name in NORMALISERS:
+            return _normalised_axis(node, tensor if hop == 0 else None)
+        if name not in PASS_THROUGH:
+            return None
+        node = node.next_functions[0][0] if node.next_functions else None
+    return None
+
+
+def _normalised_axis(node: Any, tensor: Any) -> tuple[str, int, tuple[int, ...]] | None:
+    """The axis a softmax node normalised and its output's shape (``tensor``'s, or the
+    saved output's behind a reshape); None where the node no longer holds them."""
+    dim = getattr(node, "_saved_dim", None)
+    try:
+        shape = tuple((tensor if tensor is not None else node._saved_result).shape)
+    except RuntimeError:  # saved tensors freed (after a backward)
+        return None
+    if not isinstance(dim, int) or not shape:
+        return None
+    dim = dim - (1 << 64) if dim >= 1 << 63 else dim  # (saved as unsigned: -1 wraps)
+    return op_name(type(node).__name__), dim % len(shape), shape
 
 
 def check_loss_call(name: str, args: tuple, kwargs: dict,
@@ -122,9 +155,10 @@ def summarize(name: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
         cdim = 1 if xd.ndim >= 2 else 0
         if name in CLASS_LOSSES:
             out["n_classes"] = int(xd.shape[cdim])
-            values += [(xd.float().sum(cdim) - 1).abs().max(),
-                       torch.logsumexp(xd.float(), cdim).abs().max()]
-            keys += ["rowsum_dev", "lse_dev"]
+            xf = xd.float()
+            values += [(xf.sum(cdim) - 1).abs().max(), torch.logsumexp(xf, cdim).abs().max(),
+                       (xf.sum(0) - 1).abs().max(), torch.logsumexp(xf, 0).abs().max()]
+            keys += ["rowsum_dev", "lse_dev", "colsum_dev", "lse0_dev"]
         tv = _target_values(td, name, kwargs)
         if tv is not None and tv.numel():
             values += [tv.min().float(), tv.max().float()]
@@ -150,16 +184,21 @@ def _numpy_stats(name: str, x: np.ndarray, t: np.ndarray, kwargs: dict) -> dict[
         if name in CLASS_LOSSES:
             cdim = 1 if x.ndim >= 2 else 0
             xf = x.astype(np.float64)
-            peak = xf.max(axis=cdim, keepdims=True)
-            lse = np.log(np.exp(xf - peak).sum(axis=cdim)) + np.squeeze(peak, cdim)
             out.update(n_classes=int(x.shape[cdim]),
                        rowsum_dev=float(np.abs(xf.sum(cdim) - 1).max()),
-                       lse_dev=float(np.abs(lse).max()))
+                       lse_dev=float(np.abs(_logsumexp(xf, cdim)).max()),
+                       colsum_dev=float(np.abs(xf.sum(0) - 1).max()),
+                       lse0_dev=float(np.abs(_logsumexp(xf, 0)).max()))
             if t.dtype.kind in "iub":
                 t = t[t != kwargs.get("ignore_index", -100)]
         if t.size:
             out.update(t_min=float(t.min()), t_max=float(t.max()))
     return out
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    peak = x.max(axis=axis, keepdims=True)
+    return np.log(np.exp(x - peak).sum(axis=axis)) + np.squeeze(peak, axis)
 
 
 def _target_values(t: Any, name: str, kwargs: dict) -> Any:

@@ -12,7 +12,10 @@ module (``nn.CrossEntropyLoss`` calls the functional one), through a
 mode is entered when a sampled step's forward pass ends and left before the next forward
 or when the optimizer steps, so it costs nothing between samples and only the calls from
 the end of forward to ``optimizer.step()`` on a sampled step. The checks themselves read
-a few reductions of the loss's inputs (one device sync on a sampled step).
+a few reductions of the loss's inputs (one device sync on a sampled step). A tensor that a
+softmax or log_softmax made, in forward or after it, is recognised when it reaches a call
+after forward by its autograd node, which keeps the axis it normalised: no mode is needed
+during forward to see the model's own softmax.
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ...analysis.training.loss_checks import NON_NEGATIVE_OPS, UNIT_RANGE_OPS
-from ...analysis.training.loss_verdicts import NO_GRAPH, SQUASHED_TWICE
+from ...analysis.training.loss_checks import (
+    CLASS_LOSSES,
+    NON_NEGATIVE_OPS,
+    UNIT_RANGE_OPS,
+    batch_of,
+    normalised_over_batch,
+)
+from ...analysis.training.loss_verdicts import NO_GRAPH, NORMALISED_AXIS, SQUASHED_TWICE
 from .anomaly import AnomalyEvent
 from .loss_rules import (
     LOSS_FUNCTIONS,
@@ -32,6 +41,7 @@ from .loss_rules import (
     Observation,
     backward_problems,
     check_loss_call,
+    normaliser,
     observed,
     op_name,
 )
@@ -44,6 +54,7 @@ SQUASHES = frozenset({"softmax", "sigmoid"})
 # outputs made after forward whose op a loss check asks about (see loss_rules.output_op)
 TRACKED_OPS = SQUASHES | UNIT_RANGE_OPS | NON_NEGATIVE_OPS
 MADE_MAX = 64  # outputs remembered per sampled step
+SCAN_MAX = 256  # tensors looked at per sampled step for a softmax over the batch
 # functions that apply their own softmax/sigmoid to their first argument
 SQUASHING_INPUTS = frozenset({"log_softmax", "cross_entropy", "softmax",
                               "binary_cross_entropy_with_logits"})
@@ -77,15 +88,21 @@ class LossWatch:
         # id -> (op, weak reference): outputs of TRACKED_OPS made while armed (and their
         # reshapes), for tensors without an autograd graph to tell the op
         self._made: dict[int, tuple[str, weakref.ref]] = {}
+        self.loader_batch: int | None = None  # the watched loader's batch_size, if it has one
+        self.batch: int | None = None  # the batch the model received on the armed step
+        self._scanned = 0  # tensors looked at on this step (see scan_normalised)
+        self._class_inputs: set[int] = set()  # ids of class losses' inputs (their values judged)
+        self._normalised_seen = False
 
     @property
     def armed(self) -> bool:
         return self._mode is not None
 
-    def arm(self, step: int) -> None:
-        """Watch the torch calls from here (the end of a sampled forward pass): on the
-        first ``FULL_CHECKS`` sampled steps, then on every ``CHECK_EVERY``-th (the
-        faults these checks name are there from the first batch, bar a rare class id)."""
+    def arm(self, step: int, inputs: tuple = ()) -> None:
+        """Watch the torch calls from here (the end of a sampled forward pass, whose
+        ``inputs`` the model received): on the first ``FULL_CHECKS`` sampled steps, then on
+        every ``CHECK_EVERY``-th (the faults these checks name are there from the first
+        batch, bar a rare class id)."""
         if self._mode is not None:
             return
         self.offered += 1
@@ -98,6 +115,7 @@ class LossWatch:
             mode = _mode_class()(self)
             mode.__enter__()
             self._mode, self.step = mode, step
+            self.batch = batch_of(_first_shape(inputs), self.loader_batch)
             self._depth, self._thread = _stack_depth(), threading.get_ident()
         except Exception as exc:
             self.on_error("the loss check", exc)
@@ -114,6 +132,8 @@ class LossWatch:
                 mode.__exit__(None, None, None)
                 self._mode = None
                 self._made.clear()
+                self._class_inputs.clear()
+                self._scanned = 0
         except Exception as exc:
             self._mode = None
             self.on_error("the loss check", exc)
@@ -167,6 +187,35 @@ class LossWatch:
         except Exception as exc:
             self.on_error("the loss check", exc)
 
+    def scan_normalised(self, name: str, args: tuple, kwargs: dict) -> None:
+        """Tensors that reach the torch call ``name`` after forward (the loss being computed)
+        and were made by a softmax or log_softmax, in forward or after it: was it taken over
+        the batch axis? (never raises). A class loss's input is left to the check of its
+        values, here and in later calls (an accuracy's argmax)."""
+        if self._normalised_seen or self.batch is None or self._scanned >= SCAN_MAX:
+            return
+        try:
+            for tensor in _tensors(args, kwargs):
+                self._scanned += 1
+                if name in CLASS_LOSSES:
+                    self._class_inputs.add(id(tensor))
+                elif id(tensor) not in self._class_inputs:
+                    self._normalised(name, tensor)
+        except Exception as exc:
+            self.on_error("the loss check", exc)
+
+    def _normalised(self, name: str, tensor: Any) -> None:
+        seen = normaliser(tensor)
+        if seen is None or not normalised_over_batch(seen[2], seen[1], self.batch):
+            return
+        op, dim, shape = seen
+        self._normalised_seen = True
+        detail = {"check": NORMALISED_AXIS, "function": _function_name(op), "dim": dim,
+                  "shape": list(shape), "batch": self.batch, "consumer": name}
+        self._report(detail["function"], "loss-output-mismatch", detail,
+                     f"{detail['function']} over axis {dim} of a {shape} tensor, the batch "
+                     f"of {self.batch}, reaches {name}")
+
     def _report(self, name: str, code: str, detail: dict[str, Any], message: str) -> None:
         if (code, name) in self.seen:
             return
@@ -182,6 +231,27 @@ def _backward_seen(problem: Observation) -> str:
     shapes = ", ".join(str(tuple(s)) for s in detail["shapes"])
     return (f"{detail['count']} tensors that require gradients feed the loss but are neither "
             f"parameters of the watched model nor held by its optimizer (shapes {shapes})")
+
+
+def _first_shape(inputs: tuple) -> tuple[int, ...] | None:
+    """The shape of the first tensor the model received (None without one)."""
+    first = next((a for a in inputs if hasattr(a, "shape") and hasattr(a, "grad_fn")), None)
+    return None if first is None else tuple(first.shape)
+
+
+def _tensors(args: tuple, kwargs: dict) -> list[Any]:
+    """The tensors among a call's arguments, and one level into lists (``torch.cat``)."""
+    import torch
+
+    out = []
+    for arg in (*args, *kwargs.values()):
+        items = arg if isinstance(arg, (list, tuple)) else (arg,)
+        out.extend(a for a in items if isinstance(a, torch.Tensor))
+    return out
+
+
+def _function_name(op: str) -> str:
+    return "log_softmax" if op == "logsoftmax" else op
 
 
 def _stack_depth() -> int:
@@ -218,6 +288,7 @@ def _mode_class() -> type:
                     self.watch.backward(args[0])
                 if name in SQUASHING_INPUTS and args:
                     self.watch.squashed_input(name, args[0])
+                self.watch.scan_normalised(name, args, kwargs)
                 result = func(*args, **kwargs)
                 if isinstance(result, torch.Tensor):
                     self.watch.note_made(name, args, result)

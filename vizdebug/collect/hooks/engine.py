@@ -269,7 +269,7 @@ class ModelHooks:
             elif self._sampled_step is not None:
                 start = self.sampler.clock()
                 self.outputs.end_forward()
-                self.losses.arm(self._sampled_step)  # what reaches the loss, until it is seen
+                self.losses.arm(self._sampled_step, args)  # what reaches the loss, until seen
                 if self.losses.armed and self.clock.optimizer is not None:
                     self._loss_seen.start()
                 self.sampler.charge(self.sampler.clock() - start)

@@ -296,6 +296,7 @@ class Session(Viewable, EmbeddingTracking):
 
     def _stop_collectors(self) -> None:
         self.hooks.remove()
+        self.program.remove()
         self.tap.detach()
         self.system.stop()
 
@@ -339,9 +340,11 @@ def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> Prog
     program.step = lambda: clock.step
     hooks.on_input = program.observe_input
     hooks.known_tensors = program.known_ids
+    program.axes.on_error = hooks.on_error
     clock.any_step = program.optimizer_stepped
     if loader is not None:
         program.observe_loader(loader)
+        hooks.losses.loader_batch = program.loader_batch_size  # (a seq-first input's batch)
     return program
 
 
