@@ -15,7 +15,7 @@ MODULES = [
     "vizdebug.collect.hooks.clock", "vizdebug.collect.checks.crash", "vizdebug.collect.hooks.gradients",
     "vizdebug.collect.hooks.outputs", "vizdebug.collect.hooks.pending", "vizdebug.analysis.training.activations",
     "vizdebug.collect.taps.loader", "vizdebug.collect.hooks.samples", "vizdebug.collect.hooks.sampling",
-    "vizdebug.collect.taps.scalars", "vizdebug.collect.session.core", "vizdebug.collect.session.watch", "vizdebug.collect.taps.program", "vizdebug.collect.hooks.stats",
+    "vizdebug.collect.taps.scalars", "vizdebug.collect.session.core", "vizdebug.collect.session.watch", "vizdebug.collect.taps.program", "vizdebug.collect.taps.axes", "vizdebug.collect.hooks.stats",
     "vizdebug.collect.taps.system", "vizdebug.analysis.curves", "vizdebug.analysis.training.diagnose",
     "vizdebug.records.training", "vizdebug.records.program", "vizdebug.records.series",
     "vizdebug.records.delta", "vizdebug.analysis.training.profile", "vizdebug.analysis.datasets.scan", "vizdebug.views._dashboard_figure",

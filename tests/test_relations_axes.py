@@ -10,7 +10,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import vizdebug as vd
-from vizdebug.collect.taps.program import AxisWatch, ProgramTap, axes_keeping_order
+from vizdebug.collect.taps.axes import AxisWatch, axes_keeping_order
+from vizdebug.collect.taps.program import ProgramTap
 from vizdebug.records import ProgramFacts
 from vizdebug.records.program import MAX_AXIS_FACTS, AxisFacts
 
