@@ -9,6 +9,7 @@ from ...findings import Finding
 from ...findings import fmt_number as _f
 from ...records import TrainingRecords
 from ..curves import rolling_median
+from .profile import profile_of
 
 # Calibrated on digits runs (tests/test_training_rules.py): clean runs ended at 4-6% of
 # their starting loss, stalled ones (lr 1e-6, shuffled labels) at 97-100%; spike shares
@@ -30,6 +31,13 @@ SPIKE_FACTOR = 2.0
 # (batch-32 Adam) and 0.067 (batch-16 regression); unstable runs 0.08-0.16.
 SPIKE_SHARE = 0.075
 UNSTABLE_REGRESSION = 0.5
+# The spike thresholds above were calibrated on batches of 16-32. The spread of a mean over
+# B samples scales like 1/sqrt(B), so below REF_BATCH the margins over the running median
+# widen by sqrt(REF_BATCH / B) and the median's window by REF_BATCH / B steps (as many
+# samples as 25 batches of 16): a per-sample loop's loss (the char-RNN tutorials, batch 1)
+# or a batch of 4 (the CIFAR-10 tutorial: 7.6% of steps above 2x the median, trains to
+# 60%) is noisy by nature. The unstable corpus runs use batches of 16 and 32.
+REF_BATCH = 16
 # 0.75 (was 0.5): a full-batch DataLoader of a working corpus program spends 57-59% of its
 # loop collating the whole set each epoch (more under load, when it also passes the 2 s
 # floor); the starved loaders of real reports wait 70-92% of the time, the corpus port 94%.
@@ -42,9 +50,24 @@ MIN_BATCHES = 20
 
 
 # -- curves -----------------------------------------------------------------------------
+def minimised_loss(rec: TrainingRecords) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """The training loss a curve rule judges: :meth:`TrainingRecords.train_loss`, unless
+    the profile reads it as one side of a game (a GAN's ``loss_D``/``loss_G``: a
+    discriminator settling near 2 ln 2 is the healthy end, not a stalled descent); then
+    another training loss, or ``None``."""
+    loss = rec.train_loss()
+    game = profile_of(rec).game_losses
+    if loss is None or loss[0] not in game:
+        return loss
+    for name in profile_of(rec).train_losses:
+        if name not in game:
+            return name, *rec.scalars[name]
+    return None
+
+
 def rule_underfitting(rec: TrainingRecords) -> list[Finding]:
     """A training loss that barely moved after enough steps."""
-    loss = rec.train_loss()
+    loss = minimised_loss(rec)
     if loss is None:
         return []
     name, steps, values = loss
@@ -76,7 +99,7 @@ def rule_underfitting(rec: TrainingRecords) -> list[Finding]:
 
 def rule_overfitting(rec: TrainingRecords) -> list[Finding]:
     """Validation loss rising from its best while the training loss keeps falling."""
-    val, train = rec.val_loss(), rec.train_loss()
+    val, train = rec.val_loss(), minimised_loss(rec)
     if val is None or train is None:
         return []
     vname, vsteps, vvals = val
@@ -116,19 +139,29 @@ def _value_near(steps: np.ndarray, values: np.ndarray, at: int, window: int = 20
     return float(np.median(y)) if y.size else float("nan")
 
 
-def loss_instability(y: np.ndarray, window: int = 25) -> tuple[float, float]:
-    """``(spike_share, regression)`` of a finite loss curve.
+def loss_instability(y: np.ndarray, window: int = 25,
+                     batch: int | None = None) -> tuple[float, float]:
+    """``(spike_share, regression)`` of a finite loss curve of means over ``batch``
+    samples (``None``: a batch of ``REF_BATCH`` or more).
 
     ``spike_share``: share of steps (after the first 10%) above ``SPIKE_FACTOR`` times the
     running median *and* more than a tenth of the initial loss above it (so noise around
-    a loss near zero does not count). ``regression``: how much of the progress from the
-    start to the best running median was lost by the end (0 = none, 1 = all); 0 when the
+    a loss near zero does not count); below ``REF_BATCH`` both margins widen by
+    ``sqrt(REF_BATCH / batch)``. ``regression``: how much of the progress from the start
+    to the best running median was lost by the end (0 = none, 1 = all); 0 when the
     running median never improved by 10%.
+
+    >>> y = np.r_[np.linspace(2.0, 1.0, 100), np.full(100, 1.0)]; y[150::10] = 3.0
+    >>> loss_instability(y)[0] > loss_instability(y, batch=1)[0] == 0.0
+    True
     """
+    widen = np.sqrt(REF_BATCH / batch) if batch is not None and 0 < batch < REF_BATCH else 1.0
+    window = max(window, min(int(window * widen**2), y.size // 5))
     base = rolling_median(y, window)
     tail = slice(y.size // 10, None)
+    factor, margin = 1 + (SPIKE_FACTOR - 1) * widen, 0.1 * widen * abs(y[0])
     with np.errstate(all="ignore"):
-        spikes = (y[tail] > SPIKE_FACTOR * base[tail]) & (y[tail] - base[tail] > 0.1 * abs(y[0]))
+        spikes = (y[tail] > factor * base[tail]) & (y[tail] - base[tail] > margin)
     smooth = base[window:]
     start = float(np.median(y[:window]))
     progress = start - float(smooth.min()) if smooth.size else 0.0
@@ -139,15 +172,16 @@ def loss_instability(y: np.ndarray, window: int = 25) -> tuple[float, float]:
 
 
 def rule_unstable(rec: TrainingRecords) -> list[Finding]:
-    """Frequent loss spikes, or a running median that gave back much of its progress."""
-    loss = rec.train_loss()
+    """Frequent loss spikes, or a running median that gave back much of its progress,
+    judged against the noise a mean over the profile's batch size has."""
+    loss = minimised_loss(rec)
     if loss is None:
         return []
     name, steps, values = loss
     y = values[np.isfinite(values)]
     if y.size < 50:
         return []
-    share, regression = loss_instability(y)
+    share, regression = loss_instability(y, batch=profile_of(rec).batch_size)
     if share < SPIKE_SHARE and regression < UNSTABLE_REGRESSION:
         return []
     what = (f"{share:.0%} of steps spike above {SPIKE_FACTOR:g}x the running median"

@@ -16,6 +16,7 @@ import numpy as np
 from ...findings import Finding, Findings, evidence_series
 from ...findings import fmt_number as _f
 from ...records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
+from ..grouping import Layers, group_findings
 from .axes import rule_axis_order
 from .curves import (
     loss_instability,
@@ -43,6 +44,7 @@ DEAD_SHARE = 0.7
 # 100x above its early median (clean runs grew < 10x).
 EXPLODE_LOSS = 1e5
 EXPLODE_GROWTH = 100.0
+EARLY_SAMPLES = 3  # samples, at least, that the early level is the median of
 EXPLODE_RATIO = 70.0  # AUTOTRAINER: first/last layer gradient-norm ratio > 70
 # vanishing: AUTOTRAINER's first/last gradient-norm ratio < 1e-3 (on per-element norms).
 VANISH_RATIO = 1e-3
@@ -140,23 +142,10 @@ def rule_exploding(rec: TrainingRecords) -> list[Finding]:
         return found
     total = _total_grad_norm(rec)
     if not np.isfinite(total).all():
-        if _nonfinite_seen(rec):  # a consequence of the NaN already reported, not a cause
-            return []
-        first = int(rec.grad_steps[np.argmax(~np.isfinite(total))])
-        return [Finding("exploding-gradients", "error",
-                        f"gradient norm became NaN/inf at sampled step {first}",
-                        evidence={"first_step": first}, hint=hint)]
-    early = np.median(total[: max(1, total.size // 4)])
-    growth = total.max() / early if early > 0 else 0.0
-    if total.size >= 3 and growth >= EXPLODE_GROWTH:
-        peak = int(rec.grad_steps[np.argmax(total)])
-        return [Finding("exploding-gradients", "warning",
-                        f"total gradient norm reached {_f(total.max())} at step {peak}, "
-                        f"{_f(growth)}x its early median {_f(early)}",
-                        evidence={"growth": float(growth), "peak_step": peak,
-                                  "series": evidence_series("total gradient norm",
-                                                            rec.grad_steps, total)},
-                        hint=hint)]
+        return _nonfinite_gradients(rec, total, hint)
+    found = _grown(rec, total, hint)
+    if found:
+        return found
     ratio = _first_last_ratio(rec)
     if ratio is not None and ratio[0] > EXPLODE_RATIO:
         return [Finding("exploding-gradients", "warning",
@@ -165,6 +154,60 @@ def rule_exploding(rec: TrainingRecords) -> list[Finding]:
                         where=ratio[1], evidence={"ratio": ratio[0], "series": ratio[3]},
                         hint=hint)]
     return []
+
+
+def _grown(rec: TrainingRecords, total: np.ndarray, hint: str) -> list[Finding]:
+    """A total gradient norm that rose, after the early samples, to ``EXPLODE_GROWTH``
+    times their median and above everything they held: growth is a rise, not a first
+    sample's peak that training brings down (a converging run's norm often starts at its
+    highest and falls a thousandfold). The early level is the median of at least
+    ``EARLY_SAMPLES`` samples: one first step's norm (a triplet loss whose margins all
+    hold at init: 0.006, then 0.4-1.7 as it trains) is not a level."""
+    early = max(EARLY_SAMPLES, total.size // 4)
+    level = np.median(total[:early])
+    later = total[early:]
+    if later.size == 0 or not level > 0 or later.max() <= total[:early].max():
+        return []
+    growth = later.max() / level
+    if growth < EXPLODE_GROWTH:
+        return []
+    peak = int(rec.grad_steps[early + int(np.argmax(later))])
+    return [Finding("exploding-gradients", "warning",
+                    f"total gradient norm reached {_f(later.max())} at step {peak}, "
+                    f"{_f(growth)}x its early median {_f(level)}",
+                    evidence={"growth": float(growth), "peak_step": peak,
+                              "series": evidence_series("total gradient norm",
+                                                        rec.grad_steps, total)},
+                    hint=hint)]
+
+
+def _nonfinite_gradients(rec: TrainingRecords, total: np.ndarray, hint: str) -> list[Finding]:
+    """Non-finite gradients: an error, unless they follow a NaN already reported, or the
+    steps that had them changed no weight and training went on finite: a ``GradScaler``
+    skipping the steps its loss scale overflowed (as designed; its norms are scaled by a
+    loss scale that changes, so their growth says nothing either)."""
+    if _nonfinite_seen(rec):  # a consequence of the NaN already reported, not a cause
+        return []
+    bad = ~np.isfinite(total)
+    first = int(rec.grad_steps[np.argmax(bad)])
+    if _skipped_updates(rec, bad):
+        return [Finding("exploding-gradients", "info",
+                        f"gradients were NaN/inf at {int(bad.sum())} sampled steps (first "
+                        f"{first}) that changed no weight, and finite after: a GradScaler's "
+                        "loss scale overflowing, its optimizer step skipped as designed",
+                        evidence={"first_step": first, "count": int(bad.sum())})]
+    return [Finding("exploding-gradients", "error",
+                    f"gradient norm became NaN/inf at sampled step {first}",
+                    evidence={"first_step": first}, hint=hint)]
+
+
+def _skipped_updates(rec: TrainingRecords, bad: np.ndarray) -> bool:
+    """Every sampled step with non-finite gradients left the weights as they were (an
+    update ratio of 0, or none), and the samples after the last of them are finite."""
+    moved = rec.grad("update_ratio")[bad]
+    unchanged = bool(np.all((moved == 0) | absent_grads(rec)[bad]))  # (NaN weights moved)
+    after = bad[int(np.flatnonzero(bad)[-1]) + 1:]
+    return unchanged and after.size >= 2 and not after.any()
 
 
 def _nonfinite_seen(rec: TrainingRecords) -> bool:
@@ -318,4 +361,5 @@ def diagnose(rec: TrainingRecords) -> Findings:
     found: list[Finding] = []
     for rule in RULES:
         found.extend(rule(rec))
+    found = group_findings(found, Layers.from_records(rec, ACTIVATION_CLASSES))  # one cause
     return Findings(found, profile=profile.lines())

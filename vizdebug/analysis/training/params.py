@@ -12,6 +12,7 @@ import numpy as np
 
 from ...findings import Finding
 from ...records import TrainingRecords
+from .profile import TrainingProfile, profile_of
 
 MIN_SAMPLES = 3  # sampled steps before a parameter is judged
 
@@ -48,7 +49,14 @@ def rule_zero_gradients(rec: TrainingRecords) -> list[Finding]:
 def rule_parameters_not_updated(rec: TrainingRecords) -> list[Finding]:
     """Parameters that receive non-zero gradients but never change: the optimizer does
     not hold them (built before the module was added, a plain list instead of
-    ``nn.ModuleList``), or ``optimizer.step()`` is never called."""
+    ``nn.ModuleList``), or ``optimizer.step()`` is never called.
+
+    The update of a sampled step is measured from the step's last backward pass to its
+    end. With two optimizers over one model (a GAN wrapper holding G and D) a network
+    whose optimizer stepped before that pass reads 0 although it trains: so when the
+    program's facts are known, only the parameters no optimizer holds are named. The
+    hint of "nothing changed" follows the profile (a loop that updates by hand has no
+    optimizer to call)."""
     if rec.grads.shape[0] < MIN_SAMPLES:
         return []
     g = rec.grad("grad_norm")
@@ -59,16 +67,14 @@ def rule_parameters_not_updated(rec: TrainingRecords) -> list[Finding]:
     stuck = np.flatnonzero(graded & still)
     if stuck.size == 0:
         return _never_graded(rec)
-    names = [rec.param_paths[i] for i in stuck]
+    profile = profile_of(rec)
     if stuck.size == int(graded.sum()):
-        return [Finding(
-            "parameters-not-updated", "error",
-            f"no parameter changed in {rec.grads.shape[0]} sampled steps although all "
-            "received gradients",
-            evidence={"parameters": names[:50]},
-            hint="optimizer.step() is not called (or only before backward), or the optimizer "
-                 "was built for another copy of the model: build it from this model's "
-                 "parameters after moving the model to its device")]
+        return [_nothing_changed(rec, [rec.param_paths[i] for i in stuck], profile)]
+    if profile.facts_known and profile.optimizers:
+        stuck = np.asarray([i for i in stuck if i not in profile.held], dtype=int)
+    if stuck.size == 0:
+        return []
+    names = [rec.param_paths[i] for i in stuck]
     return [Finding(
         "parameters-not-updated", "warning",
         f"{stuck.size} parameters receive gradients but never change: "
@@ -77,6 +83,22 @@ def rule_parameters_not_updated(rec: TrainingRecords) -> list[Finding]:
         hint="the optimizer does not hold them: create the optimizer after every module is "
              "added, keep sub-modules in nn.ModuleList/ModuleDict (not a Python list), or "
              "add them with optimizer.add_param_group")]
+
+
+def _nothing_changed(rec: TrainingRecords, names: list[str],
+                     profile: TrainingProfile) -> Finding:
+    hint = ("optimizer.step() is not called (or only before backward), or the optimizer "
+            "was built for another copy of the model: build it from this model's "
+            "parameters after moving the model to its device")
+    if profile.hand_updates:
+        hint = ("no optimizer steps and the weights updated by hand never move: the update "
+                "must change the parameters in place (under torch.no_grad(): p -= lr * "
+                "p.grad), not rebind a name to a new tensor")
+    return Finding(
+        "parameters-not-updated", "error",
+        f"no parameter changed in {rec.grads.shape[0]} sampled steps although all "
+        "received gradients",
+        evidence={"parameters": names[:50]}, hint=hint)
 
 
 def _never_graded(rec: TrainingRecords) -> list[Finding]:

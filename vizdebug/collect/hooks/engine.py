@@ -189,6 +189,7 @@ class ModelHooks:
         self._remove_root_hooks()
         self.gradients.clear()
         self.outputs.discard()
+        self.optimizer_checks.close()  # (a left-over gradient's hooks)
         self._sampled_step = None
 
     # -- the step clock's callbacks -----------------------------------------------------
