@@ -171,3 +171,23 @@ def test_profile_of_is_built_once_per_records():
     rec = TrainingRecords(scalars={"loss": (np.arange(3), np.ones(3))})
     assert profile_of(rec) is profile_of(rec)
     assert profile_of(rec).train_losses == ("loss",)
+
+
+def test_a_penalty_forward_before_the_others_is_known_too():
+    """WGAN-GP with the penalty's forward first: D(interpolates), then D(real), D(fake)."""
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.Adam(critic.parameters(), 1e-3)
+    with vd.watch(critic, every=1) as session:
+        for _ in range(4):
+            real, fake = torch.randn(16, 4), torch.randn(16, 4)
+            alpha = torch.rand(16, 1)
+            mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+            grad = torch.autograd.grad(critic(mixed).sum(), mixed, create_graph=True)[0]
+            penalty = ((grad.norm(2, dim=1) - 1) ** 2).mean()
+            opt.zero_grad()
+            loss = critic(fake).mean() - critic(real).mean() + 10 * penalty
+            loss.backward()
+            opt.step()
+            session.log(loss=loss)
+        assert "parameters-not-updated" not in session.findings().codes

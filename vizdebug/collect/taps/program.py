@@ -51,7 +51,8 @@ class ProgramTap:
         self.norms_eval: set[str] = set()
         self.batch_sizes: deque[int] = deque(maxlen=MAX_FACT_PATHS)
         self.input_requires_grad = False
-        self._inputs: list[weakref.ref] = []  # the last sampled step's input tensors
+        self._inputs: list[weakref.ref] = []  # the sampled step's input tensors (all forwards)
+        self._inputs_step: int | None = None
         self.sampler: str | None = None
         self.sampler_weighted = False
         self.loader_batch_size: int | None = None
@@ -76,7 +77,11 @@ class ProgramTap:
     def observe_input(self, args: tuple) -> None:
         """A sampled training step's input: its first axis, whether it requires grad."""
         first = args[0] if args else None
-        self._inputs = [weakref.ref(a) for a in args if getattr(a, "requires_grad", False)]
+        step = self.step()
+        if step != self._inputs_step:  # a new sampled step: its forwards' inputs from here
+            self._inputs, self._inputs_step = [], step
+        if len(self._inputs) < MAX_FACT_PATHS:
+            self._inputs += [weakref.ref(a) for a in args if getattr(a, "requires_grad", False)]
         shape = getattr(first, "shape", None)
         if shape is not None and len(shape) > 0:
             self.batch_sizes.append(int(shape[0]))
