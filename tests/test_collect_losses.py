@@ -77,7 +77,7 @@ def test_each_loss_call_is_judged(name):
 def _finding(event):
     from vizdebug.analysis.training.loss_verdicts import loss_event_finding
 
-    return loss_event_finding(vars(event))
+    return loss_event_finding(event)
 
 
 def test_log_probabilities_into_cross_entropy_are_only_an_info():

@@ -342,12 +342,12 @@ def test_loss_events_hold_observations_and_stored_runs_give_the_same_findings(tm
 
 
 def test_an_older_stored_event_with_its_own_verdict_still_reads():
-    from vizdebug.analysis.training.diagnose import rule_events
-    from vizdebug.records import TrainingRecords
+    from vizdebug.analysis.training.events import rule_events
+    from vizdebug.records import AnomalyEvent, TrainingRecords
 
     old = {"kind": "loss-output-mismatch", "step": 2, "module_path": "loss (mse_loss)",
            "module_class": "mse_loss", "message": "mse_loss: the output stays in [0, 1]",
            "detail": {"severity": "warning", "hint": "drop the sigmoid", "function": "mse_loss"}}
-    found = rule_events(TrainingRecords(events=[old]))
+    found = rule_events(TrainingRecords(events=[AnomalyEvent.from_json(old)]))
     assert [(f.code, f.severity, f.hint) for f in found] == [
         ("loss-output-mismatch", "warning", "drop the sigmoid")]

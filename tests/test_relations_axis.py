@@ -16,6 +16,7 @@ from vizdebug.analysis.training.loss_checks import batch_of, loss_problems, norm
 from vizdebug.analysis.training.loss_verdicts import loss_event_finding
 from vizdebug.collect.checks.loss_rules import normaliser, summarize
 from vizdebug.collect.checks.losses import LossWatch
+from vizdebug.records import AnomalyEvent
 
 torch.manual_seed(0)
 X = torch.randn(32, 5, requires_grad=True)
@@ -38,7 +39,7 @@ def events_of(call, inputs: tuple = (X,), loader_batch: int | None = None) -> li
 
 
 def places(call, inputs: tuple = (X,), loader_batch: int | None = None) -> list[tuple]:
-    found = [loss_event_finding(vars(e)) for e in events_of(call, inputs, loader_batch)]
+    found = [loss_event_finding(e) for e in events_of(call, inputs, loader_batch)]
     return [(f.code, f.severity, f.where) for f in found]
 
 
@@ -151,15 +152,15 @@ def test_a_stored_summary_without_the_column_statistics_still_reads():
 def test_a_stored_event_gives_the_same_finding():
     for call in (lambda: F.nll_loss(F.log_softmax(X, 0), Y), lambda: _gathered(F.softmax(X, 0))):
         event = events_of(call)[0]
-        stored = json.loads(json.dumps(vars(event)))
-        assert loss_event_finding(stored) == loss_event_finding(vars(event))
+        stored = AnomalyEvent.from_json(json.loads(json.dumps(event.to_json())))
+        assert loss_event_finding(stored) == loss_event_finding(event)
 
 
 def test_the_message_has_the_numbers_and_the_hint_the_fix():
-    found = loss_event_finding(vars(events_of(lambda: _gathered(F.log_softmax(X, 0)))[0]))
+    found = loss_event_finding(events_of(lambda: _gathered(F.log_softmax(X, 0)))[0])
     assert "axis 0 of a (32, 5) tensor" in found.message and "32 entries" in found.message
     assert "dim=-1" in found.hint
-    found = loss_event_finding(vars(events_of(lambda: F.nll_loss(F.log_softmax(X, 0), Y))[0]))
+    found = loss_event_finding(events_of(lambda: F.nll_loss(F.log_softmax(X, 0), Y))[0])
     assert "32 samples, 5 classes" in found.message and "dim=1" in found.hint
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .events import AnomalyEvent
+
 # -- what a run store is handed -----------------------------------------------------------
 
 #: A chunk of resolved scalar points: ``(steps, names, values, times)``.
@@ -83,7 +85,7 @@ class RunDelta:
     scalars: list[ScalarChunk] = field(default_factory=list)
     samples: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)
     system: list[tuple[float, float, float, float]] = field(default_factory=list)
-    events: list[dict[str, Any]] | None = None
+    events: list[AnomalyEvent] | None = None
     errors: list[tuple[str, str, int]] | None = None
     loader: dict[str, Any] | None = None
     program: dict[str, Any] | None = None  # ProgramFacts.to_json(), when it changed

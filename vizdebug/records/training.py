@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from .events import AnomalyEvent
     from .program import ProgramFacts
 
 
@@ -44,7 +45,7 @@ class TrainingRecords:
     param_numel: list[int] = field(default_factory=list)
     grad_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     grads: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 3)))
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[AnomalyEvent] = field(default_factory=list)
     loader: dict[str, Any] = field(default_factory=dict)
     errors: list[tuple[str, str, int]] = field(default_factory=list)
     every: int | str = 1

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..findings import CODES
-from ..records import ProgramFacts
+from ..records import AnomalyEvent, ProgramFacts
 from .schema import DamagedRun
 
 MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
-_EVENT_TEXT = ("kind", "module_path", "module_class", "message")
 
 
 def _is_int(value: Any) -> bool:
@@ -82,19 +81,23 @@ def clean_program(value: Any) -> ProgramFacts | None:
         raise DamagedRun("blobs", f"the stored program facts are damaged ({exc})") from None
 
 
-def clean_events(value: Any) -> list[dict[str, Any]]:
-    """Anomaly events as the rules read them."""
+def clean_events(value: Any) -> list[AnomalyEvent]:
+    """Anomaly events as the rules read them (typed; a code this vizdebug does not know
+    is damage, not an event)."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise DamagedRun("blobs", "the stored events are not a list")
+    out = []
     for ev in value:
-        ok = (isinstance(ev, dict) and all(isinstance(ev.get(k), str) for k in _EVENT_TEXT)
-              and ev["kind"] in CODES and _is_int(ev.get("step"))
-              and isinstance(ev.get("detail", {}), dict))
-        if not ok:
+        try:
+            event = AnomalyEvent.from_json(ev)
+        except ValueError:
+            event = None
+        if event is None or event.kind not in CODES:
             raise DamagedRun("blobs", f"a stored event is not an event: {str(ev)[:200]}")
-    return value
+        out.append(event)
+    return out
 
 
 def clean_errors(value: Any) -> list[tuple[str, str, int]]:

@@ -257,7 +257,7 @@ class RunWriter:
 
     def _write_snapshots(self, conn: Any, delta: RunDelta) -> None:
         if delta.events is not None:
-            self._put_blob(conn, "events", "json", to_json(delta.events))
+            self._put_blob(conn, "events", "json", to_json([ev.to_json() for ev in delta.events]))
         if delta.errors is not None:
             self._put_blob(conn, "errors", "json", to_json([list(e) for e in delta.errors]))
         if delta.program is not None:

@@ -26,8 +26,8 @@ from .curves import (
     rule_underfitting,
     rule_unstable,
 )
+from .events import rule_events
 from .inputs import rule_input_scale
-from .loss_verdicts import loss_event_finding
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 from .profile import profile_of
 
@@ -82,45 +82,6 @@ def rule_nonfinite_loss(rec: TrainingRecords) -> list[Finding]:
                  "rate, clip gradients (torch.nn.utils.clip_grad_norm_), use "
                  "CrossEntropyLoss/log_softmax rather than log(softmax(x)).",
         ))
-    return out
-
-
-def rule_events(rec: TrainingRecords) -> list[Finding]:
-    """Anomalies the hooks saw: the first non-finite activation, modules fed ``None``."""
-    out, seen = [], set()
-    for ev in rec.events:
-        key = (ev["kind"], ev["module_path"])
-        if key in seen:
-            continue
-        seen.add(key)
-        loss_finding = loss_event_finding(ev)  # what the loss checks observed
-        if loss_finding is not None:
-            out.append(loss_finding)
-            continue
-        if ev["kind"] == "nonfinite-activation" and ev.get("detail", {}).get("order") == 0:
-            hint = ("This is the first module the batch reaches, so the input itself holds "
-                    "NaN/inf: fix the data or the transform (a division by a zero std, a "
-                    "corrupt sample); vd.check_dataset(dataset) names the samples.")
-        elif ev["kind"] == "nonfinite-activation":
-            hint = ("The first module whose output is NaN/inf. If its input was already "
-                    "non-finite, look at the data; otherwise its weights diverged (lower the "
-                    "learning rate, clip gradients) or it computes log/sqrt/division of "
-                    "values that reach 0 or below (add an epsilon, clamp).")
-        elif "severity" in ev.get("detail", {}):  # a check that names its own verdict
-            detail = ev["detail"]
-            out.append(Finding(ev["kind"], detail["severity"], ev["message"],
-                               where=ev["module_path"],
-                               evidence={"step": ev["step"], "function": detail.get("function")},
-                               hint=detail.get("hint", "")))
-            continue
-        else:
-            source = ev.get("detail", {}).get("source")
-            hint = ("A forward() that forgot its `return` hands None to the next module"
-                    + (f" (here {source!r} returned None)" if source else "")
-                    + "; also check a dataset/collate_fn that yields None.")
-        out.append(Finding(ev["kind"], "error", ev["message"], where=ev["module_path"],
-                           evidence={"step": ev["step"], "class": ev["module_class"]},
-                           hint=hint))
     return out
 
 
@@ -211,7 +172,7 @@ def _skipped_updates(rec: TrainingRecords, bad: np.ndarray) -> bool:
 
 
 def _nonfinite_seen(rec: TrainingRecords) -> bool:
-    if any(ev["kind"] == "nonfinite-activation" for ev in rec.events):
+    if any(ev.kind == "nonfinite-activation" for ev in rec.events):
         return True
     return any("loss" in n and not np.isfinite(v).all() for n, (_, v) in rec.scalars.items())
 

@@ -36,21 +36,22 @@ def loss_event_finding(ev: dict[str, Any]) -> Finding | None:
 
     Examples
     --------
-    >>> ev = {"kind": "loss-output-mismatch", "step": 3, "module_path": "loss (nll_loss)",
-    ...       "module_class": "nll_loss", "message": "log_softmax got softmax's output",
-    ...       "detail": {"check": "squashed-twice", "function": "log_softmax",
-    ...                  "source": "softmax"}}
+    >>> from vizdebug.records import AnomalyEvent
+    >>> ev = AnomalyEvent("loss-output-mismatch", 3, "loss (nll_loss)", "nll_loss",
+    ...                   "log_softmax got softmax's output",
+    ...                   {"check": "squashed-twice", "function": "log_softmax",
+    ...                    "source": "softmax"})
     >>> loss_event_finding(ev).severity
     'warning'
     """
-    detail = ev.get("detail") or {}
+    detail = ev.detail or {}
     word = _VERDICTS.get(detail.get("check"))
-    verdict = word(ev["kind"], detail) if word is not None else None
+    verdict = word(ev.kind, detail) if word is not None else None
     if verdict is None:
         return None
     severity, message, hint = verdict
-    return Finding(ev["kind"], severity, message, where=ev["module_path"],
-                   evidence={"step": ev["step"], "function": detail.get("function")},
+    return Finding(ev.kind, severity, message, where=ev.module_path,
+                   evidence={"step": ev.step, "function": detail.get("function")},
                    hint=hint)
 
 

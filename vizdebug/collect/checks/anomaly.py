@@ -12,10 +12,10 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import AnomalyError, VizdebugError
+from ...records import AnomalyEvent
 
 ON_ANOMALY = ("warn", "raise", "pdb", "ignore")
 
@@ -44,18 +44,6 @@ class WatchAnomaly(AnomalyError):
         self.module_path = module_path
         self.module_class = module_class
         self.step = step
-
-
-@dataclass(frozen=True)
-class AnomalyEvent:
-    """One anomaly seen by a hook (or found when sampled statistics were read)."""
-
-    kind: str
-    step: int
-    module_path: str
-    module_class: str
-    message: str
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 def check_on_anomaly(value: object) -> str:

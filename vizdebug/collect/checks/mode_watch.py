@@ -163,10 +163,7 @@ class ModeWatch:
             f"before step {step}: {', '.join(layers[:4])} behaved as in training (dropout "
             "on, BatchNorm using and updating batch statistics), so the metrics computed "
             "there are not the model's",
-            {"severity": "warning",
-             "hint": "call model.eval() before validating (and model.train() after); "
-                     "torch.no_grad() turns off gradients, not dropout or BatchNorm's "
-                     "training behaviour"}))
+            {"check": "validation-in-train-mode"}))
 
     def dropout_call(self, name: str, args: tuple, kwargs: dict) -> None:
         """A dropout function was called inside an eval-mode forward pass: reported when
@@ -189,10 +186,7 @@ class ModeWatch:
             f"in eval mode, the forward() of {path!r} applied {name}(p={p:g}) with "
             "training=True: eval() cannot switch it off, so the model's predictions are "
             "random at evaluation and inference",
-            {"severity": "warning",
-             "hint": "define an nn.Dropout in __init__ and call it in forward(), or pass "
-                     "training=self.training to the functional dropout (a Monte Carlo "
-                     "dropout kept on at inference on purpose can ignore this)"}))
+            {"check": "functional-dropout", "function": name}))
 
     def _caller(self) -> str:
         """The path of the innermost module of the model whose forward() is on the stack."""

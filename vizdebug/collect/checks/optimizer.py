@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from ..hooks.clock import StepClock
 
 
-ZERO_GRAD_HINT = ("call optimizer.zero_grad() (or model.zero_grad()) once per step, before "
-                  "loss.backward(); with gradient accumulation, right after optimizer.step()")
-
 
 def _optimizer(clock: StepClock) -> Any:
     return clock.optimizer() if clock.optimizer is not None else None
@@ -108,9 +105,7 @@ class OptimizerChecks:
             f"step {step} trained on a forward pass made in eval mode: "
             f"{', '.join(layers[:4])} behave as at inference (no dropout, frozen "
             "BatchNorm statistics)",
-            {"severity": "warning",
-             "hint": "call model.train() after validation (a validate() that ends with "
-                     "model.eval() leaves the next training steps in eval mode)"}))
+            {"check": "trained-in-eval"}))
 
     def trainable_ids(self, clock: StepClock) -> set[int] | None:
         """Ids of the tensors that can be trained: the model's parameters (frozen ones too)
@@ -244,7 +239,7 @@ class StaleGradient:
                 f"{self.path!r} held a gradient from before step {self.step} when that "
                 "step's backward began, and its optimizer stepped with it, never reset: "
                 "gradients of earlier steps are being summed into this one",
-                {"severity": "error", "hint": ZERO_GRAD_HINT}))
+                {"check": "stale-gradient"}))
 
     def _holds(self, optimizer: Any) -> bool:
         holds = self._holders.get(id(optimizer))

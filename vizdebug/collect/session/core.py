@@ -180,7 +180,7 @@ class Session(Viewable, EmbeddingTracking):
             activations=hooks.activations.stacked(len(hooks.module_paths)),
             param_paths=list(hooks.param_paths), param_numel=list(self.param_numel),
             grad_steps=hooks.grads.steps(), grads=hooks.grads.stacked(len(hooks.param_paths)),
-            events=[vars(ev) for ev in self.policy.events], loader=self.loader_record(),
+            events=list(self.policy.events), loader=self.loader_record(),
             errors=self.collector_errors(), every=self.every, program=self.program.facts(),
         )
 

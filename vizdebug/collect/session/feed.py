@@ -23,7 +23,7 @@ import numpy as np
 from ..._env import distributed_rank
 from ..._version import __version__
 from ...analysis.training.curves import is_lr_name
-from ...records import RunDelta
+from ...records import AnomalyEvent, RunDelta
 from ...reproducibility import environment, last_seed
 from ..hooks.samples import stack_rows
 
@@ -63,7 +63,7 @@ class StoreFeed:
         self._session = weakref.ref(session)
         self._last_step = {"activations": -1, "grads": -1}
         self._system_count = 0
-        self._events: list[dict[str, Any]] | None = None
+        self._events: list[AnomalyEvent] | None = None
         self._errors: list[tuple[str, str, int]] | None = None
         self._loader_batches = 0
         self._loader_at = -1e9
@@ -155,8 +155,8 @@ class StoreFeed:
         self._system_count = count
         return list(system.samples)[-new:]
 
-    def _new_events(self, session: Session) -> list[dict[str, Any]] | None:
-        events = [dict(vars(ev)) for ev in session.policy.events]
+    def _new_events(self, session: Session) -> list[AnomalyEvent] | None:
+        events = list(session.policy.events)
         if events == self._events:
             return None
         self._events = events

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._env import in_kernel
-from ...analysis.training.loss_verdicts import loss_event_finding
+from ...analysis.training.events import event_finding
 from ...findings import CODES, Finding, findings_html
 
 IDLE_AFTER = 30.0  # seconds without a step before a session reads "idle" (at least)
@@ -167,16 +167,11 @@ class Lifecycle:
 
 def notice_finding(event: Any) -> Finding:
     """An anomaly event as the finding the notebook shows at once."""
-    worded = loss_event_finding(vars(event)) if hasattr(event, "__dict__") else None
-    if worded is not None:  # a loss check's observation, worded by the analysis
-        return worded
-    detail = getattr(event, "detail", None) or {}
-    code = event.kind if event.kind in CODES else "nonfinite-activation"
-    severity = detail.get("severity") if detail.get("severity") in ("info", "warning") else "error"
-    hint = detail.get("hint") or ("further anomalies are not announced: session.findings() "
-                                  "reports them all, with where and why")
-    return Finding(code, severity, str(event.message), where=str(event.module_path) or None,
-                   hint=str(hint))
+    finding = event_finding(event)  # worded where every verdict is: analysis/
+    if finding.code not in CODES:
+        finding = Finding("nonfinite-activation", finding.severity, finding.message,
+                          where=finding.where, hint=finding.hint)
+    return finding
 
 
 def notice_bundle(event: Any) -> dict[str, str]:
