@@ -500,7 +500,7 @@ def test_paused_takes_every_hook_off_and_the_steps_are_not_counted():
         for _ in range(3):
             sgd_step(model, opt)
         rec = session.records()
-        assert session.hooks.steps == 4 and rec.loader["batches"] == 3
+        assert session.hooks.steps == 4 and rec.loader.batches == 3
         assert rec.act_steps.tolist() == ([0, 1, 2, 3] if every == 1 else [0, 2])
         session.close()
         assert hook_count(model) == base

@@ -54,11 +54,11 @@ def test_dataloader_is_tapped_in_the_users_own_loop_and_restored_on_close():
     for x, _ in loader:
         model(x.flatten(1))
     rec = session.records()
-    assert rec.loader["batches"] == 5
+    assert rec.loader.batches == 5
     # every batch is timed; batch statistics every 10th batch (TAP_EVERY): batch 0
-    assert rec.loader["shapes"] == {"(8, 1, 4, 4)": 1}
-    assert rec.loader["dtypes"] == {"float32": 1}
-    stats = rec.loader["batch_stats"]
+    assert rec.loader.shapes == {"(8, 1, 4, 4)": 1}
+    assert rec.loader.dtypes == {"float32": 1}
+    stats = rec.loader.batch_stats
     assert stats[0, :2].tolist() == [0.0, 7.0]  # min and max of the first batch
     x, y = session.captured_batches()[0]
     assert x.shape == (8, 1, 4, 4) and y.shape == (8,)
@@ -72,7 +72,7 @@ def test_works_with_worker_processes():
     session = vd.watch(torch.nn.Linear(2, 2), loader=loader, every=1)
     seen = [int(x[:, 0, 0, 0].sum()) for x, _ in loader]
     assert sum(seen) == sum(range(40))
-    assert session.records().loader["batches"] == 4
+    assert session.records().loader.batches == 4
     session.close()
 
 
@@ -97,7 +97,7 @@ def test_tap_loader_wraps_any_iterable():
     session = vd.watch(torch.nn.Linear(2, 2), every=1)
     batches = [np.ones((2, 3)), np.full((2, 3), np.inf)]
     assert len(list(session.tap_loader(batches))) == 2
-    assert session.records().loader["nonfinite_batches"] == [1]
+    assert session.records().loader.nonfinite_batches == [1]
     session.close()
 
 
@@ -152,7 +152,7 @@ def test_a_dict_batch_with_the_label_key_first_is_read_by_one_rule(tmp_path):
     with vd.watch(model, loader=loader, every=1, store=path) as session:
         for batch in loader:
             model(batch["image"].flatten(1)).sum().backward()
-    assert session.records().loader["shapes"] == {"(8, 1, 4, 4)": 1}  # the first batch
+    assert session.records().loader.shapes == {"(8, 1, 4, 4)": 1}  # the first batch
     stored = vd.open_run(path).captured_batches()[-1]
     assert stored[0].shape == (8, 1, 4, 4) and stored[1].tolist() == [0, 1] * 4
     view = vd.show_batch(next(iter(loader)))

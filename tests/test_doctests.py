@@ -18,7 +18,7 @@ MODULES = [
     "vizdebug.collect.taps.scalars", "vizdebug.collect.session.core", "vizdebug.collect.session.watch", "vizdebug.collect.taps.program", "vizdebug.collect.taps.axes", "vizdebug.collect.hooks.stats",
     "vizdebug.collect.taps.system", "vizdebug.analysis.curves", "vizdebug.analysis.training.diagnose",
     "vizdebug.records.training", "vizdebug.records.program", "vizdebug.records.series",
-    "vizdebug.records.delta", "vizdebug.analysis.training.profile", "vizdebug.analysis.training.events", "vizdebug.records.events", "vizdebug.analysis.datasets.scan", "vizdebug.views._dashboard_figure",
+    "vizdebug.records.delta", "vizdebug.analysis.training.profile", "vizdebug.analysis.training.events", "vizdebug.records.events", "vizdebug.records.loader", "vizdebug.analysis.datasets.scan", "vizdebug.views._dashboard_figure",
     "vizdebug.views._dashboard_curves", "vizdebug.views._dashboard_delta",
     "vizdebug.analysis.drift.stats", "vizdebug.data.tables", "vizdebug.data.parquet",
     "vizdebug.analysis.drift.findings",

@@ -59,8 +59,8 @@ def test_round_trip_equals_the_live_session(tmp_path):
     np.testing.assert_array_equal(a.act_steps, b.act_steps)
     np.testing.assert_array_equal(a.activations, b.activations)  # float32 on disk: exact
     np.testing.assert_array_equal(a.grads, b.grads)
-    assert a.loader["batches"] == b.loader["batches"]
-    np.testing.assert_array_equal(a.loader["batch_stats"], b.loader["batch_stats"])
+    assert a.loader.batches == b.loader.batches
+    np.testing.assert_array_equal(a.loader.batch_stats, b.loader.batch_stats)
     assert run.findings().codes == session.findings().codes == []
     x, y = run.captured_batches()[-1]
     assert x.shape[1:] == (1, 8, 8) and y.shape == (x.shape[0],) and y.dtype == np.int64
@@ -370,7 +370,7 @@ def test_loader_worker_processes_never_touch_the_run_file(tmp_path):
         assert vd.open_run(path).state == "running"
     run = vd.open_run(path)
     assert run.state == "closed" and len(run.scalars()) == 16
-    assert run.records().loader["batches"] == 16
+    assert run.records().loader.batches == 16
 
 
 def test_a_reader_takes_only_what_was_written_since_and_matches_a_fresh_read(tmp_path):

@@ -9,7 +9,13 @@ import numpy as np
 import torch
 
 import vizdebug as vd
-from vizdebug.records import ACTIVATION_FIELDS, AnomalyEvent, RunDelta, TrainingSource
+from vizdebug.records import (
+    ACTIVATION_FIELDS,
+    AnomalyEvent,
+    LoaderRecord,
+    RunDelta,
+    TrainingSource,
+)
 from vizdebug.store import writer as store_writer
 
 PACKAGE = Path(vd.__file__).resolve().parent
@@ -54,7 +60,7 @@ def test_a_writer_writes_a_hand_fed_delta_without_a_session(tmp_path):
         events=[AnomalyEvent(kind="nonfinite-activation", step=1, module_path="fc",
                              module_class="Linear", message="NaN in fc")],
         errors=[("the loader tap", "boom", 2)],
-        loader={"batches": 3, "batch_steps": np.arange(3)},
+        loader=LoaderRecord(batches=3, batch_steps=np.arange(3)),
         batch=[np.zeros((4, 1, 2, 2)), np.arange(4)]))
     writer.close()
     run = vd.open_run(path)
@@ -64,7 +70,7 @@ def test_a_writer_writes_a_hand_fed_delta_without_a_session(tmp_path):
     np.testing.assert_array_equal(rec.act_steps, [0, 1])
     np.testing.assert_allclose(rec.activations, rows.astype(rec.activations.dtype))
     assert rec.errors == [("the loader tap", "boom", 2)] and rec.events[0].kind == "nonfinite-activation"
-    assert rec.loader["batches"] == 3 and rec.loader["batch_steps"].tolist() == [0, 1, 2]
+    assert rec.loader.batches == 3 and rec.loader.batch_steps.tolist() == [0, 1, 2]
     x, y = run.captured_batches()[0]
     assert x.shape == (4, 1, 2, 2) and y.tolist() == [0, 1, 2, 3]
     assert run.system.array().shape == (1, 4)

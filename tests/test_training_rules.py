@@ -27,6 +27,7 @@ from vizdebug.analysis.training.diagnose import (
     rule_underfitting,
     rule_vanishing,
 )
+from vizdebug.records import LoaderRecord
 
 pytestmark = pytest.mark.slow
 
@@ -196,9 +197,10 @@ def test_dead_units_need_most_of_a_layer():
     assert rule_dead_units(rec)[0].evidence["dead_share"] == 0.9
 
 
-def _loader(wait: float, compute: float, batches: int = 40) -> dict:
-    return {"batches": batches, "total_wait": wait, "total_compute": compute,
-            "wait": np.full(batches, wait / batches), "compute": np.full(batches, compute / batches)}
+def _loader(wait: float, compute: float, batches: int = 40) -> LoaderRecord:
+    return LoaderRecord(batches=batches, total_wait=wait, total_compute=compute,
+                        wait=np.full(batches, wait / batches),
+                        compute=np.full(batches, compute / batches))
 
 
 def test_input_bound_weighs_the_time_lost_too():

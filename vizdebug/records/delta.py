@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .events import AnomalyEvent
+from .loader import LoaderRecord
 
 # -- what a run store is handed -----------------------------------------------------------
 
@@ -87,7 +88,7 @@ class RunDelta:
     system: list[tuple[float, float, float, float]] = field(default_factory=list)
     events: list[AnomalyEvent] | None = None
     errors: list[tuple[str, str, int]] | None = None
-    loader: dict[str, Any] | None = None
+    loader: LoaderRecord | None = None
     program: dict[str, Any] | None = None  # ProgramFacts.to_json(), when it changed
     batch: list[np.ndarray] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)

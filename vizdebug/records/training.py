@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from .events import AnomalyEvent
+    from .loader import LoaderRecord
     from .program import ProgramFacts
 
 
@@ -23,6 +24,12 @@ GRAD_FIELDS = ("grad_norm", "weight_norm", "update_ratio")
 BATCH_FIELDS = ("min", "max", "mean", "std", "nonfinite", "numel")
 #: Metric name prefixes that mark an evaluation metric (not a training one).
 EVAL_PREFIXES = ("val_", "valid_", "validation_", "test_", "eval_")
+
+
+def _no_loader() -> LoaderRecord:
+    from .loader import LoaderRecord
+
+    return LoaderRecord()
 
 
 @dataclass
@@ -46,7 +53,7 @@ class TrainingRecords:
     grad_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     grads: np.ndarray = field(default_factory=lambda: np.empty((0, 0, 3)))
     events: list[AnomalyEvent] = field(default_factory=list)
-    loader: dict[str, Any] = field(default_factory=dict)
+    loader: LoaderRecord = field(default_factory=_no_loader)
     errors: list[tuple[str, str, int]] = field(default_factory=list)
     every: int | str = 1
     program: ProgramFacts | None = None  # the program's shape (None: not collected)

@@ -273,15 +273,14 @@ def _pad(block: np.ndarray, width: int, fields: int) -> np.ndarray:
     return block
 
 
-def loader_record(blobs: dict[str, Any], arrays: list[tuple[str, bytes]]) -> dict[str, Any]:
-    """The loader record: the JSON part plus its ``loader.<key>`` arrays."""
+def loader_record(blobs: dict[str, Any], arrays: list[tuple[str, bytes]]
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The loader record's parts: the JSON part and its ``loader.<key>`` arrays."""
     record = blobs.get("loader")
     if record is None:
-        return {}
+        return {}, {}
     if not isinstance(record, dict):
         raise DamagedRun("blobs", "the stored loader record is not a mapping")
-    record = dict(record)
-    if record:
-        for name, data in arrays:
-            record[name.split(".", 1)[1]] = from_npy(data, name)
-    return record
+    if not record:
+        return {}, {}
+    return dict(record), {name.split(".", 1)[1]: from_npy(data, name) for name, data in arrays}

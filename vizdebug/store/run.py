@@ -31,7 +31,7 @@ from .._viewable import Viewable
 from ..analysis.training.diagnose import diagnose
 from ..errors import VizdebugError
 from ..findings import Finding, Findings
-from ..records import TrainingRecords
+from ..records import LoaderRecord, TrainingRecords
 from .claim import LockProbe
 from .embeddings import StoredEmbeddings
 from .reader import RunReader, loader_record
@@ -229,7 +229,7 @@ class Run(Viewable, StoredEmbeddings):
             grads=grads,
             events=self._part(clean_events, blobs.get("events")),
             loader=self._part(lambda b: clean_loader(loader_record(b, self._query(
-                "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or {},
+                "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or LoaderRecord(),
             errors=self._part(clean_errors, blobs.get("errors")), every=meta["every"],
             program=self._part(clean_program, blobs.get("program")) or None,
         )

@@ -13,10 +13,8 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-import numpy as np
-
 from ..findings import CODES
-from ..records import AnomalyEvent, ProgramFacts
+from ..records import AnomalyEvent, LoaderRecord, ProgramFacts
 from .schema import DamagedRun
 
 MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
@@ -112,30 +110,15 @@ def clean_errors(value: Any) -> list[tuple[str, str, int]]:
     return [tuple(e) for e in value]
 
 
-_LOADER_DEFAULTS = {"wait": np.empty(0), "compute": np.empty(0), "total_wait": 0.0,
-                    "total_compute": 0.0, "batches": 0}
-_LOADER_KINDS = {"wait": 1, "compute": 1, "batch_steps": 1, "batch_stats": 2}
-
-
-def clean_loader(record: dict[str, Any]) -> dict[str, Any]:
+def clean_loader(parts: tuple[dict[str, Any], dict[str, Any]]) -> LoaderRecord:
     """The loader tap's record as the rules and the dashboard read it."""
-    if not record:
-        return {}
-    record = {**_LOADER_DEFAULTS, **record}  # the views and rules index these
-    for key, ndim in _LOADER_KINDS.items():
-        value = record.get(key)
-        if value is not None and not (isinstance(value, np.ndarray) and value.ndim == ndim):
-            raise DamagedRun("blobs", f"the stored loader {key} is not a {ndim}-d array")
-    for key in ("total_wait", "total_compute", "batches"):
-        if not _is_number(record.get(key, 0)):
-            raise DamagedRun("blobs", f"the stored loader {key} is not a number")
-    bad = record.get("nonfinite_batches", [])
-    if not (isinstance(bad, list) and all(_is_int(b) for b in bad)):
-        raise DamagedRun("blobs", "the stored loader nonfinite_batches are not steps")
-    for key in ("shapes", "dtypes"):
-        if not isinstance(record.get(key, {}), dict):
-            raise DamagedRun("blobs", f"the stored loader {key} is not a mapping")
-    return record
+    plain, arrays = parts
+    if not plain:
+        return LoaderRecord()
+    try:
+        return LoaderRecord.from_parts(plain, arrays)
+    except ValueError as exc:
+        raise DamagedRun("blobs", f"the stored {exc}") from None
 
 
 def fill_names(names: list, width: int, filler: Any) -> list:

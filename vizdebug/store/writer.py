@@ -263,10 +263,9 @@ class RunWriter:
         if delta.program is not None:
             self._put_blob(conn, "program", "json", to_json(delta.program))
         if delta.loader is not None:
-            for key, value in delta.loader.items():
-                if isinstance(value, np.ndarray):
-                    self._put_blob(conn, f"loader.{key}", "npy", to_npy(value))
-            plain = {k: v for k, v in delta.loader.items() if not isinstance(v, np.ndarray)}
+            plain, arrays = delta.loader.parts()
+            for key, value in arrays.items():
+                self._put_blob(conn, f"loader.{key}", "npy", to_npy(value))
             self._put_blob(conn, "loader", "json", to_json(plain))
 
     def _write_batch(self, conn: Any, arrays: list[np.ndarray]) -> int:

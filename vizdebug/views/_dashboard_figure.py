@@ -110,12 +110,12 @@ def health_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
 def timing_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
     """Milliseconds waiting for data vs computing, per batch (recent batches)."""
     t = rec.loader
-    if not t or not len(t.get("wait", [])):
+    if not len(t.wait):
         return []
     out = []
     for key, name, colour in (("wait", "data wait", "#c62828"), ("compute", "compute", "#1565c0")):
-        ms = 1000 * np.asarray(t[key], dtype=float)
-        idx = np.arange(t["batches"] - ms.size, t["batches"])
+        ms = 1000 * np.asarray(getattr(t, key), dtype=float)
+        idx = np.arange(t.batches - ms.size, t.batches)
         x, y = stable_downsample(idx, ms, 600)
         out.append({"type": "scatter", "mode": "lines", "xaxis": "x", "yaxis": "y",
                     "x": clean(x), "y": clean(y), "name": name,
@@ -152,8 +152,8 @@ def _layout(title: str, height: int, left: int = 60, right: int = 20,
 
 def _panel_layouts(rec: TrainingRecords, panels: dict[str, list]) -> dict[str, dict]:
     t = rec.loader
-    total = (t.get("total_wait", 0.0) + t.get("total_compute", 0.0)) if t else 0.0
-    wait = f" ({t['total_wait'] / total:.0%} of the time)" if total > 0 else ""
+    total = t.total_wait + t.total_compute
+    wait = f" ({t.total_wait / total:.0%} of the time)" if total > 0 else ""
     n_rows = max(len(rec.param_paths), len(panels["health"][0]["y"]) if panels["health"] else 0)
     row_height = max(260, 70 + 16 * n_rows)
     long_name = max([len(p) for p in rec.param_paths] + [len(p) for p in rec.module_paths] + [4])

@@ -199,19 +199,19 @@ def rule_unstable(rec: TrainingRecords) -> list[Finding]:
 def rule_input_bound(rec: TrainingRecords) -> list[Finding]:
     """The loop waits for data more than it computes."""
     t = rec.loader
-    if not t or t.get("batches", 0) < MIN_BATCHES:
+    if t.batches < MIN_BATCHES:
         return []
-    wait, compute = t["total_wait"], t["total_compute"]
+    wait, compute = t.total_wait, t.total_compute
     if wait + compute <= 0:
         return []
     share = wait / (wait + compute)
     if share < INPUT_BOUND_SHARE or wait < INPUT_BOUND_MIN_WAIT:
         return []
-    per = 1000 * np.median(t["wait"]) if len(t["wait"]) else float("nan")
+    per = 1000 * np.median(t.wait) if len(t.wait) else float("nan")
     return [Finding(
         "input-bound", "warning",
         f"{share:.0%} of the loop's time is spent waiting for data "
-        f"(median {per:.3g} ms per batch over {t['batches']} batches)",
+        f"(median {per:.3g} ms per batch over {t.batches} batches)",
         evidence={"wait_share": share},
         hint="Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, "
              "cache decoded data, or move per-sample transforms to batched GPU ops.",

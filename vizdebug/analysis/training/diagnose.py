@@ -279,7 +279,7 @@ def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
 
 def rule_input_nonfinite(rec: TrainingRecords) -> list[Finding]:
     """Sampled input batches that hold NaN/inf."""
-    bad = rec.loader.get("nonfinite_batches", [])
+    bad = rec.loader.nonfinite_batches
     if not bad:
         return []
     return [Finding(

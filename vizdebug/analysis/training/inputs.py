@@ -50,11 +50,9 @@ def rule_input_scale(rec: TrainingRecords) -> list[Finding]:
 def _loader_scale(rec: TrainingRecords) -> float | None:
     """The median over sampled batches of their largest |x|, for float inputs only (token
     ids and class indices are not scales)."""
-    dtypes = rec.loader.get("dtypes") or {}
-    stats = rec.loader.get("batch_stats")
-    if not any("float" in str(d) for d in dtypes) or stats is None or len(stats) == 0:
+    stats = np.asarray(rec.loader.batch_stats, dtype=float)
+    if not any("float" in str(d) for d in rec.loader.dtypes) or len(stats) == 0:
         return None
-    stats = np.asarray(stats, dtype=float)
     lo, hi = stats[:, BATCH_FIELDS.index("min")], stats[:, BATCH_FIELDS.index("max")]
     peak = np.maximum(np.abs(lo), np.abs(hi))
     peak = peak[np.isfinite(peak)]

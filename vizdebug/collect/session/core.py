@@ -22,7 +22,7 @@ from ..._viewable import Viewable
 from ...analysis.training.curves import is_lr_name
 from ...analysis.training.diagnose import diagnose
 from ...findings import Finding, Findings
-from ...records import BATCH_FIELDS, TrainingRecords
+from ...records import BATCH_FIELDS, LoaderRecord, TrainingRecords
 from ...store.writer import RunWriter, store_path
 from ..checks.anomaly import AnomalyPolicy
 from ..checks.mode_watch import ModeWatch
@@ -188,18 +188,17 @@ class Session(Viewable, EmbeddingTracking):
         """What went wrong inside the collectors: ``(where, message, count)``."""
         return [(w, m, c) for (w, m), c in list(self._errors.items())]
 
-    def loader_record(self) -> dict[str, Any]:
-        """The loader tap's timing and batch statistics (``{}`` before the first batch)."""
-        record = self.tap.timing()
-        if record["batches"] == 0:
-            return {}
+    def loader_record(self) -> LoaderRecord:
+        """The loader tap's timing and batch statistics (empty before the first batch)."""
+        timing = self.tap.timing()
+        if timing["batches"] == 0:
+            return LoaderRecord()
         stats = self.tap.stats.stacked(len(BATCH_FIELDS))
         steps = self.tap.stats.steps()
         bad = stats[:, BATCH_FIELDS.index("nonfinite")] > 0 if stats.size else np.zeros(0, bool)
-        record.update(batch_steps=steps, batch_stats=stats,
-                      nonfinite_batches=[int(s) for s in steps[bad]],
-                      shapes=dict(self.tap.shapes), dtypes=dict(self.tap.dtypes))
-        return record
+        return LoaderRecord(**timing, batch_steps=steps, batch_stats=stats,
+                            nonfinite_batches=[int(s) for s in steps[bad]],
+                            shapes=dict(self.tap.shapes), dtypes=dict(self.tap.dtypes))
 
     @property
     def state(self) -> str:

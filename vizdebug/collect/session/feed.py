@@ -23,7 +23,7 @@ import numpy as np
 from ..._env import distributed_rank
 from ..._version import __version__
 from ...analysis.training.curves import is_lr_name
-from ...records import AnomalyEvent, RunDelta
+from ...records import AnomalyEvent, LoaderRecord, RunDelta
 from ...reproducibility import environment, last_seed
 from ..hooks.samples import stack_rows
 
@@ -176,7 +176,7 @@ class StoreFeed:
         self._program_version = version
         return session.program.facts().to_json()
 
-    def _new_loader(self, session: Session, final: bool) -> dict[str, Any] | None:
+    def _new_loader(self, session: Session, final: bool) -> LoaderRecord | None:
         batches, now = session.tap.batches, time.monotonic()
         if not batches or batches == self._loader_batches:
             return None
