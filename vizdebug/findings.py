@@ -25,6 +25,8 @@ CODES: dict[str, str] = {
     "saturated-images": "inputs",
     "shape-inconsistent": "inputs",
     "label-imbalance": "inputs",
+    "pairs-misaligned": "inputs",  # an image and its mask/target image are not one pair
+    "labels-shuffled": "inputs",  # class labels carry no information about their inputs
     "dataset-error": "inputs",
     # splits
     "split-duplicates": "splits",

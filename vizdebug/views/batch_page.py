@@ -15,6 +15,7 @@ import numpy as np
 
 from ..analysis.datasets.images import Scaling, channel_stats, infer_scaling
 from ..analysis.datasets.input_checks import displays_and_flags, image_findings, table_findings
+from ..analysis.datasets.relations import page_relations
 from ..data.batch import Batch
 from ..data.targets import LabelSet
 from ..errors import VizdebugTypeError, describe, short_repr
@@ -78,7 +79,9 @@ def _render_page(batch: Batch, number: int, classes, mean, std, note: str) -> Pa
         return _table_page(batch, number, classes, note)
     scaling = infer_scaling(batch.images, mean, std) if batch.images is not None else None
     displays, flags = displays_and_flags(batch, scaling, mean, std)
-    found = Findings(image_findings(batch, flags, scaling))
+    relations, out_of_step = page_relations(batch)
+    found = Findings([*image_findings(batch, flags, scaling), *relations])
+    flags = [[*f, "misaligned"] if k in out_of_step else f for k, f in enumerate(flags)]
     stats = channel_stats(batch.images) if batch.images is not None else []
     grid = _grid(batch, displays, flags, classes)
     head = _head(batch, number, scaling, note)

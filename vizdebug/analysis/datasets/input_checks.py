@@ -29,6 +29,7 @@ from .images import (
     pooled,
     to_display,
 )
+from .relations import batch_relations
 from .thumbs import thumbnails
 
 FLAG_SIDE = 128  # flags are judged on images pooled to about this size (fast, same verdict)
@@ -58,7 +59,8 @@ def _check_batch(batch: Any, mean, std, layout: str) -> Findings:
     x, y = unpack(batch)
     members = input_members(x)
     if len(members) == 1:
-        return Findings([*_input_findings(x, y, mean, std, layout), *target_findings(y)])
+        return Findings([*_input_findings(x, y, mean, std, layout), *target_findings(y),
+                         *batch_relations(x, y, layout)])
     # siamese/triplet inputs: each member is a batch the model receives (labels once)
     per_member = [_input_findings(m, y if k == 0 else None, mean, std, layout)
                   for k, m in enumerate(members)]

@@ -16,6 +16,7 @@ from ...findings import Finding, Findings, fmt_indices
 from ...progress import Progress
 from .images import infer_scaling
 from .input_checks import image_findings, image_flags_for, label_balance, of_members
+from .relations import RelationSample
 from .sampling import handled_imbalance
 
 
@@ -27,6 +28,7 @@ class _Scan:
     errors: dict[int, str] = field(default_factory=dict)
     signatures: dict[int, tuple] = field(default_factory=dict)
     was_tensor: bool = False
+    relations: RelationSample = field(default_factory=RelationSample)
 
 
 def _resolve(dataset: Any) -> Any:
@@ -111,6 +113,8 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     label = _label_value(y) if y is not None else None
     if isinstance(label, (int, float, str, np.integer, np.floating)):
         scan.labels[i] = label  # class ids; masks, multi-hot rows, target images have none
+    if len(arrays) == 1:
+        scan.relations.add(i, arrays[0], y, scan.labels.get(i))
 
 
 def _label_value(y: Any) -> Any:
@@ -148,7 +152,7 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
             bar.update()
     counted = _shape_findings(scan)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        counted += _content_findings(scan)
+        counted += _content_findings(scan) + scan.relations.findings()
     if len(idx) < n:
         counted = [_in_a_sample(f, len(idx), n) for f in counted]
     balance = handled_imbalance(label_balance(list(scan.labels.values())), dataset, scan.labels)
