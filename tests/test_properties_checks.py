@@ -5,6 +5,7 @@ VizdebugError / VizdebugTypeError (with a message) may escape."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -62,6 +63,52 @@ def test_check_split_answers_or_refuses_clearly(train, test, with_y):
     except TypeError:
         y_train = y_test = None
     clear(vd.check_split, train, test, y_train=y_train, y_test=y_test)
+
+
+keys = st.one_of(
+    st.none(), st.sampled_from(["a", "date", "patient_id", "", "<b>x</b>"]),
+    st.integers(-2, 3), st.booleans(), st.floats(allow_nan=True),
+    st.tuples(st.lists(st.integers(0, 4), max_size=40), st.lists(st.integers(0, 4), max_size=40)),
+    st.tuples(st.lists(st.sampled_from(["p1", "p2", "2021-01-01", "x"]), max_size=40),
+              st.lists(st.sampled_from(["p1", "p3", "2021-02-01"]), max_size=40)),
+    st.tuples(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40),
+              st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40)),
+    st.tuples(st.just([[1, 2]] * 3), st.just(np.zeros((3, 2)))),
+    st.lists(st.integers(0, 3), max_size=3),
+)
+
+
+@SETTINGS
+@given(train=splits, test=splits, time=keys, groups=keys)
+def test_check_split_time_and_groups_answer_or_refuse_clearly(train, test, time, groups):
+    clear(vd.check_split, train, test, time=time, groups=groups)
+
+
+def _per_row(kind: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    if kind == "ints":
+        return rng.integers(0, 5, n)
+    if kind == "names":
+        return [f"p{v}" for v in rng.integers(0, 5, n)]
+    if kind == "floats":
+        return np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n))
+    if kind == "dates":
+        return pd.to_datetime(rng.integers(0, 10**9, n), unit="s").to_series()
+    return torch.arange(n) % 3
+
+
+@SETTINGS
+@given(n_train=st.integers(1, 60), n_test=st.integers(1, 30), d=st.integers(1, 6),
+       kinds=st.tuples(*[st.sampled_from(["ints", "names", "floats", "dates", "tensor"])] * 4),
+       seed=st.integers(0, 5), with_y=st.booleans())
+def test_check_split_per_row_keys_answer_or_refuse_clearly(n_train, n_test, d, kinds, seed,
+                                                           with_y):
+    rng = np.random.default_rng(seed)
+    train, test = rng.normal(size=(n_train, d)), rng.normal(size=(n_test, d))
+    time = (_per_row(kinds[0], n_train, seed), _per_row(kinds[1], n_test, seed + 1))
+    groups = (_per_row(kinds[2], n_train, seed), _per_row(kinds[3], n_test, seed + 1))
+    y = {"y_train": rng.integers(0, 2, n_train), "y_test": rng.integers(0, 2, n_test)}
+    clear(vd.check_split, train, test, time=time, groups=groups, **(y if with_y else {}))
 
 
 @SETTINGS

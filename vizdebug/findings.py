@@ -32,6 +32,10 @@ CODES: dict[str, str] = {
     "split-duplicates": "splits",
     "split-preprocessing-leak": "splits",
     "split-target-leak": "splits",
+    "split-near-duplicates": "splits",  # test rows interpolated from / copied near train rows
+    "split-overlap": "splits",  # overlapping windows of one series in both splits
+    "split-time-leak": "splits",  # test times inside the training period
+    "split-group-leak": "splits",  # the same patient / user / session in both splits
     # training
     "nonfinite-activation": "training",
     "nonfinite-loss": "training",

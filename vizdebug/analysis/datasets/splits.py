@@ -1,6 +1,6 @@
 """``check_split``: leakage between a training and a test split.
 
-Three ways a test score lies about a model, each checked on plain arrays:
+Ways a test score lies about a model, each checked on plain arrays:
 
 - ``split-duplicates``: test rows that also sit in the training split (exactly, or for
   images nearly: the same picture re-encoded, resized or with a little noise), so the model
@@ -9,7 +9,15 @@ Three ways a test score lies about a model, each checked on plain arrays:
   train and test together (the scaler was fitted before the split), so the test rows
   shaped the training inputs;
 - ``split-target-leak``: one feature that alone predicts the target almost perfectly on the
-  test split (an id, a post-outcome column, the label under another name).
+  test split (an id, a post-outcome column, the label under another name), or a row
+  identifier that predicts it partly (``split_ids``);
+
+and the relations between rows that a copy check cannot see (one module each):
+``split-near-duplicates`` (test rows interpolated between or copied close to training rows:
+oversampling before the split, ``split_neighbours``), ``split-overlap`` (sliding windows of
+one series on both sides, ``split_windows``), ``split-group-leak`` and ``split-time-leak``
+(the same patient or user on both sides; test times inside the training period,
+``split_context``).
 """
 
 from __future__ import annotations
@@ -24,12 +32,16 @@ from ...data.arrays import to_numpy
 from ...data.batch import unpack
 from ...errors import VizdebugError, VizdebugTypeError, describe
 from ...findings import Finding, Findings, fmt_indices
+from .split_context import group_findings, time_findings
+from .split_ids import id_leak_findings
+from .split_keys import check_key_argument
+from .split_neighbours import oversampling_findings
+from .split_scores import LEAK_MIN_ROWS, is_classes, one_feature_score
+from .split_windows import overlap_findings
 
 DUPLICATE_WARN_SHARE = 0.01  # a test split with 1% of its rows in train: a warning
 STANDARD_TOL = 1e-6          # |mean| and |std - 1| of a column fitted on these rows
 LEAK_SCORE = 0.99            # one feature's test accuracy (or R^2) that counts as a leak
-LEAK_MIN_ROWS = 30
-LEAK_BINS = 64               # quantile bins of one feature in the leak test
 NEAR_SIDE = 16               # images are compared on a 16 x 16 grey thumbnail
 NEAR_MIN_SIDE = 16           # smaller images (digits' 8 x 8) are compared exactly only
 NEAR_CORR = 0.98
@@ -38,21 +50,39 @@ MAX_TARGETS = 20             # target columns of a multi-output split tested for
 
 @dataclass
 class SplitRows:
-    """One split as rows: ``x`` (n, d) float64, the column names, targets, image shape."""
+    """One split as rows: ``x`` (n, d) float64, the column names, targets, image shape;
+    ``table`` the DataFrame rows read (its non-numeric columns may hold times and groups)
+    and ``total`` the split's length before sampling (0 where unknown)."""
 
     x: np.ndarray
     columns: list[str]
     y: np.ndarray | None
     image_shape: tuple[int, ...] | None
     tabular: bool
+    table: Any = None
+    total: int = 0
 
 
 def check_split(train: Any, test: Any, *, y_train: Any = None, y_test: Any = None,
-                sample: int = 20_000) -> Findings:
+                sample: int = 20_000, time: Any = None, groups: Any = None) -> Findings:
     """Look for leakage between a training and a test split.
 
-    ``train`` and ``test`` are arrays, tensors, DataFrames or Datasets of ``(x, y)``
-    items (then the targets come from the items); at most ``sample`` rows of each are read.
+    Parameters
+    ----------
+    train, test
+        Arrays, tensors, DataFrames or Datasets of ``(x, y)`` items (then the targets come
+        from the items); at most ``sample`` rows of each are read.
+    y_train, y_test
+        One target per row (or a row of targets), where the splits do not carry them.
+    time
+        For a forecast: a column name of both DataFrames or a pair ``(time_train,
+        time_test)`` of per-row times; test rows dated before the end of the training data
+        are named. A datetime column of both DataFrames is used when none is given.
+    groups
+        A column name of both DataFrames or a pair ``(groups_train, groups_test)`` of
+        per-row group labels (patient, user, session); groups with rows on both sides are
+        named. Columns named like ``patient``, ``user_id`` or ``session`` whose values repeat
+        are used when none is given.
 
     Examples
     --------
@@ -61,9 +91,14 @@ def check_split(train: Any, test: Any, *, y_train: Any = None, y_test: Any = Non
     >>> x = rng.normal(size=(200, 4))
     >>> check_split(x[:150], np.concatenate([x[150:], x[:10]])).codes
     ['split-duplicates']
+    >>> patients = np.arange(200) % 40  # five rows per patient, split by row
+    >>> check_split(x[:150], x[150:], groups=(patients[:150], patients[150:])).codes
+    ['split-group-leak']
     """
     if isinstance(sample, bool) or not isinstance(sample, int) or sample <= 0:
         raise VizdebugError(f"sample must be a positive number of rows, got {sample!r}")
+    check_key_argument(time, "time")
+    check_key_argument(groups, "groups")
     a = split_rows(train, y_train, "train", sample)
     b = split_rows(test, y_test, "test", sample)
     if a.x.shape[1] != b.x.shape[1]:
@@ -74,7 +109,20 @@ def check_split(train: Any, test: Any, *, y_train: Any = None, y_test: Any = Non
         found = duplicate_findings(a, b)
         found += preprocessing_findings(a, b)
         found += target_leak_findings(a, b)
+        found += relation_findings(a, b, time, groups, found)
     return Findings(found)
+
+
+def relation_findings(a: SplitRows, b: SplitRows, time: Any, groups: Any,
+                      found: list[Finding]) -> list[Finding]:
+    """The leaks that are relations between rows, not copies of them."""
+    named = {f.where for f in found if f.code == "split-target-leak"}
+    out = [f for f in id_leak_findings(a, b, LEAK_SCORE) if f.where not in named]
+    out += group_findings(a, b, groups) + time_findings(a, b, time)
+    out += overlap_findings(a, b)
+    if not any(f.code == "split-duplicates" and f.severity != "info" for f in found):
+        out += oversampling_findings(a, b)  # copies already named: their neighbours are too
+    return out
 
 
 # -- reading the splits -----------------------------------------------------------------
@@ -86,14 +134,20 @@ def split_rows(obj: Any, y: Any, what: str, sample: int) -> SplitRows:
     if isinstance(obj, Mapping):  # a dict of columns
         obj = _frame_of(obj, what)
     if type(obj).__name__ == "DataFrame" and hasattr(obj, "columns"):
-        return _frame_rows(obj.iloc[:sample], y, what)
+        rows = _frame_rows(obj.iloc[:sample], y, what)
+        rows.table, rows.total = obj.iloc[:sample], len(obj)
+        return rows
     if _is_dataset(obj):
-        return _dataset_rows(obj, y, what, sample)
+        rows = _dataset_rows(obj, y, what, sample)
+        rows.total = len(obj)
+        return rows
     arr = to_numpy(obj, what)
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise VizdebugError(f"{what} holds no rows ({describe(obj)})")
-    arr = arr[:sample]
-    return _array_rows(arr, _targets(y, arr.shape[0], what, sample), what)
+    total, arr = arr.shape[0], arr[:sample]
+    rows = _array_rows(arr, _targets(y, arr.shape[0], what, sample), what)
+    rows.total = total
+    return rows
 
 
 def _frame_of(columns: Mapping, what: str) -> Any:
@@ -295,10 +349,10 @@ def target_leak_findings(a: SplitRows, b: SplitRows) -> list[Finding]:
 
 def _leak_findings(a: SplitRows, b: SplitRows, ya: np.ndarray, yb: np.ndarray,
                    target: str) -> list[Finding]:
-    classify = _is_classes(ya) and _is_classes(yb)
+    classify = is_classes(ya) and is_classes(yb)
     leaks = []
     for c in range(min(a.x.shape[1], 500)):
-        score = _one_feature_score(a.x[:, c], ya, b.x[:, c], yb, classify)
+        score = one_feature_score(a.x[:, c], ya, b.x[:, c], yb, classify)
         if score >= LEAK_SCORE:
             leaks.append((a.columns[c], score))
     if not leaks or len(leaks) == a.x.shape[1] and a.x.shape[1] > 1:
@@ -316,39 +370,3 @@ def _leak_findings(a: SplitRows, b: SplitRows, ya: np.ndarray, yb: np.ndarray,
              "after the outcome, the label re-encoded): drop it unless it is really known at "
              "prediction time",
     )]
-
-
-def _is_classes(y: np.ndarray) -> bool:
-    if y.dtype.kind in "biuO" or y.dtype.kind == "U":
-        return True
-    return bool(np.all(np.isfinite(y)) and np.all(y == np.round(y)) and np.unique(y).size <= 50)
-
-
-def _one_feature_score(xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: np.ndarray,
-                       classify: bool) -> float:
-    """How well one feature alone predicts the test targets: the train rows' majority
-    class (or mean target) per quantile bin of the feature, scored on the test rows."""
-    ok_a, ok_b = np.isfinite(xa), np.isfinite(xb)
-    xa, ya, xb, yb = xa[ok_a], ya[ok_a], xb[ok_b], yb[ok_b]
-    if xa.size < LEAK_MIN_ROWS or xb.size < 10 or np.unique(xa).size < 2:
-        return 0.0
-    edges = np.unique(np.quantile(xa, np.linspace(0, 1, LEAK_BINS + 1)[1:-1]))
-    bin_a, bin_b = np.searchsorted(edges, xa), np.searchsorted(edges, xb)
-    if classify:
-        classes, codes = np.unique(ya, return_inverse=True)
-        table = np.zeros((edges.size + 1, classes.size))
-        np.add.at(table, (bin_a, codes), 1)
-        pred = classes[table.argmax(axis=1)][bin_b]
-        return _balanced_accuracy(yb, pred)
-    sums = np.bincount(bin_a, weights=ya, minlength=edges.size + 1)
-    counts = np.bincount(bin_a, minlength=edges.size + 1)
-    means = np.where(counts > 0, sums / np.maximum(counts, 1), ya.mean())
-    var = np.var(yb)
-    return float(1 - np.mean((yb - means[bin_b]) ** 2) / var) if var > 0 else 0.0
-
-
-def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    classes = np.unique(y)
-    if classes.size < 2:
-        return 0.0
-    return float(np.mean([np.mean(pred[y == c] == c) for c in classes]))
