@@ -22,12 +22,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vizdebug"
 # bottom to top. The store sits below collect here: the Session (collect/) creates its
 # writer and hands it deltas, while the store imports nothing from collect/ (DESIGN.md:
 # "knows neither collect/ nor views/"). The package face, demo and __main__ sit on top.
-LAYERS = ["records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility",
-          "progress",
+LAYERS = ["records", "findings_format", "findings", "errors", "_env", "_version", "_viewable",
+          "reproducibility", "progress",
           "data", "analysis",
           "store", "collect", "integrations", "views", "report", "__init__", "demo", "cli", "__main__"]
-BOTTOM = {"records", "findings", "errors", "_env", "_version", "_viewable", "reproducibility",
-          "progress"}
+BOTTOM = {"records", "findings_format", "findings", "errors", "_env", "_version", "_viewable",
+          "reproducibility", "progress"}
 LAZY_UPWARD_OK = {("_viewable", "views")}
 
 

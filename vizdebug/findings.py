@@ -1,19 +1,39 @@
 """The Finding type and the vocabulary of finding codes, shared by every layer.
 
 A finding says what was seen (``message``, with numbers), where (``where``: a module
-path, a feature name, sample indices), and what to do about it (``hint``).
+path, a feature name, sample indices), and what to do about it (``hint``); a finding that
+follows from another names it (``cause``, ``because``) and is shown folded under it.
 Codes are stable strings: new ones may be added, none is ever renamed.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .findings_format import (
+    SERIES_POINTS,
+    SEVERITIES,
+    THUMBNAILS,
+    code_counts,
+    evidence_series,
+    fmt_indices,
+    fmt_number,
+    fold,
+    list_html,
+    severity_counts,
+    worst_severity,
+)
+
+# the public names (several live in findings_format, the helpers below; import them here)
+__all__ = [
+    "CODES", "SERIES_POINTS", "SEVERITIES", "THUMBNAILS", "Finding", "Findings", "Severity",
+    "evidence_series", "evidence_target", "findings_html", "fmt_indices", "fmt_number",
+    "fold", "worst_severity",
+]
+
 Severity = Literal["info", "warning", "error"]
-SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
 
 CODES: dict[str, str] = {
     # inputs
@@ -25,9 +45,9 @@ CODES: dict[str, str] = {
     "saturated-images": "inputs",
     "shape-inconsistent": "inputs",
     "label-imbalance": "inputs",
+    "dataset-error": "inputs",
     "pairs-misaligned": "inputs",  # an image and its mask/target image are not one pair
     "labels-shuffled": "inputs",  # class labels carry no information about their inputs
-    "dataset-error": "inputs",
     # splits
     "split-duplicates": "splits",
     "split-preprocessing-leak": "splits",
@@ -54,6 +74,11 @@ CODES: dict[str, str] = {
     "collector-error": "training",
     "run-interrupted": "training",
     "axis-order": "training",  # a module reads the batch (or another axis) on the wrong axis
+    "graph-cut": "training",  # optimised parameters cut off from the loss (.detach, no_grad)
+    "batchnorm-small-batch": "training",  # a training batch too small for BatchNorm statistics
+    "frozen-batchnorm-training": "training",  # frozen BatchNorm whose running stats move
+    "gan-range-mismatch": "training",  # real and generated samples in different ranges
+    "discriminator-wins": "training",  # the discriminator's loss ~0 while G's grows
     # loss
     "loss-output-mismatch": "loss",
     "labels-out-of-range": "loss",
@@ -67,8 +92,6 @@ CODES: dict[str, str] = {
     # drift
     "feature-drift": "drift",
 }
-
-_COLOURS = {"error": "#c62828", "warning": "#b26a00", "info": "#1565c0"}
 
 TargetKind = Literal["layer", "metric", "feature", "samples"]
 # What each code points at when its evidence does not say (``evidence["target"]``) and it
@@ -91,19 +114,22 @@ _TARGET_KIND: dict[str, str] = {
 _SAMPLE_KEYS = ("indices", "test_indices", "rows", "batches")
 # evidence keys that list feature (column) names, the first of which names the target
 _FEATURE_KEYS = ("features", "drifted", "columns")
-SERIES_POINTS = 64  # a sparkline's points at most (evidence stays small in stored runs)
-THUMBNAILS = 8  # flagged images a finding carries as thumbnails at most
 
 
 @dataclass(frozen=True)
 class Finding:
     """One diagnosis: what was seen, where, and the likely cause and fix.
 
+    ``cause`` names the finding that explains this one (its :attr:`key`), and
+    ``because`` says why: such a consequence keeps its severity and its place in the
+    list, but is shown folded under its cause and not counted in summaries (see
+    :func:`vizdebug.analysis.grouping.group_findings`, which sets both).
+
     Examples
     --------
     >>> f = Finding("blank-images", "warning", "2 of 64 images are blank", where="3, 17")
-    >>> f.code
-    'blank-images'
+    >>> f.code, f.key
+    ('blank-images', 'blank-images@3, 17')
     """
 
     code: str
@@ -112,6 +138,8 @@ class Finding:
     where: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     hint: str = ""
+    cause: str | None = None  # the key of the finding that explains this one
+    because: str = ""  # why that finding explains this one
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -126,7 +154,14 @@ class Finding:
     def __str__(self) -> str:
         where = f" [{self.where}]" if self.where else ""
         hint = f"\n    hint: {self.hint}" if self.hint else ""
-        return f"{self.severity.upper()} {self.code}{where}: {self.message}{hint}"
+        cause = f"\n    follows from {self.cause}: {self.because}" if self.cause else ""
+        return f"{self.severity.upper()} {self.code}{where}: {self.message}{hint}{cause}"
+
+    @property
+    def key(self) -> str:
+        """How another finding names this one as its ``cause``: the code, and
+        ``@where`` when it has a place (codes never hold an ``@``)."""
+        return f"{self.code}@{self.where}" if self.where else self.code
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict (evidence values must already be JSON-friendly)."""
@@ -137,6 +172,8 @@ class Finding:
             "where": self.where,
             "evidence": dict(self.evidence),
             "hint": self.hint,
+            "cause": self.cause,
+            "because": self.because,
         }
 
     @classmethod
@@ -144,6 +181,7 @@ class Finding:
         return cls(
             d["code"], d["severity"], d["message"], d.get("where"),
             dict(d.get("evidence") or {}), d.get("hint", ""),
+            d.get("cause"), d.get("because", ""),  # absent in dicts written before them
         )
 
 
@@ -190,6 +228,29 @@ class Findings(list):
         rank = SEVERITIES.index(severity)
         return Findings(f for f in self if SEVERITIES.index(f.severity) >= rank)
 
+    @property
+    def causes(self) -> Findings:
+        """The findings no other one in this list explains (a consequence whose cause was
+        filtered out is a cause here)."""
+        return Findings((cause for cause, _ in fold(self)), profile=self.profile)
+
+    def consequences(self, of: Finding) -> Findings:
+        """The findings folded under ``of``: those it explains, directly or through another."""
+        return Findings(next((more for cause, more in fold(self) if cause == of), []))
+
+    def counts(self) -> dict[str, int]:
+        """Causes by severity, most severe first: a cause counts once, as severe as the
+        worst finding it explains (its consequences are not counted)."""
+        found = dict.fromkeys(reversed(SEVERITIES), 0)
+        for cause, more in fold(self):
+            found[worst_severity([cause, *more])] += 1
+        return found
+
+    def summary(self) -> str:
+        """The counts as a line, with the consequences folded: ``'1 warning (39
+        consequences folded under it)'``."""
+        return severity_counts(self.counts(), len(self) - len(self.causes))
+
     def __add__(self, other: Iterable[Finding]) -> Findings:  # type: ignore[override]
         return Findings([*self, *other],
                         profile=self.profile or getattr(other, "profile", ()))
@@ -197,32 +258,19 @@ class Findings(list):
     def __repr__(self) -> str:
         if not self:
             return "Findings: nothing to report"
-        return "\n".join(str(f) for f in self)
+        lines = []
+        for cause, more in fold(self):
+            lines.append(str(cause))
+            if more:
+                lines.append(f"    + {len(more)} consequence{'s' if len(more) != 1 else ''} "
+                             f"folded under it: {code_counts([f.code for f in more])}")
+        return "\n".join(lines)
 
     def to_html(self) -> str:
         return findings_html(self)
 
     def _repr_html_(self) -> str:
         return findings_html(self)
-
-
-def fmt_number(x: float) -> str:
-    """A number in three significant digits, for messages.
-
-    >>> fmt_number(0.0123456)
-    '0.0123'
-    """
-    return f"{x:.3g}"
-
-
-def fmt_indices(idx: Sequence[int], limit: int = 12) -> str:
-    """Indices for a message: the first ``limit``, then how many in all.
-
-    >>> fmt_indices(list(range(20)), limit=3)
-    '0, 1, 2, ... (20 in all)'
-    """
-    shown = ", ".join(str(i) for i in idx[:limit])
-    return shown + (f", ... ({len(idx)} in all)" if len(idx) > limit else "")
 
 
 def evidence_target(finding: Finding) -> dict[str, Any] | None:
@@ -279,114 +327,9 @@ def _int_list(value: Any) -> list[int]:
         return []
 
 
-def evidence_series(stat: str, steps: Sequence[int], values: Sequence[float]) -> dict[str, Any]:
-    """A recorded statistic for a finding's sparkline, thinned to ``SERIES_POINTS`` points
-    (non-finite values become ``None``, so it stays JSON).
-
-    >>> evidence_series("dead share", [0, 10, 20], [0.1, 0.5, float("nan")])["values"]
-    [0.1, 0.5, None]
-    """
-    n = min(len(steps), len(values))
-    keep = range(n) if n <= SERIES_POINTS else sorted(
-        {round(i * (n - 1) / (SERIES_POINTS - 1)) for i in range(SERIES_POINTS)})
-    vals = [float(values[i]) for i in keep]
-    return {"stat": stat, "steps": [int(steps[i]) for i in keep],
-            "values": [v if v == v and abs(v) != float("inf") else None for v in vals]}
-
-
 def findings_html(findings: Iterable[Finding], empty: str = "No findings: nothing looks wrong.") -> str:
     """Findings as an HTML list, each with what it points at (the flagged samples and their
-    thumbnails, the layer and its recorded statistic, the feature, the metric); every
-    user-derived string is escaped."""
-    profile = _profile_html(getattr(findings, "profile", ()))
-    findings = list(findings)
-    if not findings:
-        return (f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; '
-                f'{html.escape(empty)}</div>{profile}')
-    rows = []
-    said: dict[str, str] = {}  # a hint already shown -> whose it was (said once, not per row)
-    for f in findings:
-        colour = _COLOURS[f.severity]
-        where = f' <span style="color:#555">at {html.escape(f.where)}</span>' if f.where else ""
-        hint = html.escape(f.hint) if f.hint else ""
-        if f.hint in said:
-            hint = f"the same as for {html.escape(said[f.hint])} above"
-        elif f.hint:
-            said[f.hint] = f.where or f.code
-        hint = f'<div style="color:#444;margin-left:1.2em">&#8594; {hint}</div>' if hint else ""
-        rows.append(
-            f'<li class="vd-finding vd-{f.severity}" data-code="{html.escape(f.code)}" '
-            f'style="margin:0.25em 0;list-style:none">'
-            f'<span style="background:{colour};color:#fff;border-radius:3px;padding:0 0.4em;'
-            f'font-size:0.85em">{f.severity}</span> '
-            f'<code>{html.escape(f.code)}</code>{where}: {html.escape(f.message)}{hint}'
-            f'{_evidence_html(f)}</li>'
-        )
-    return (f'<ul class="vd-findings" style="padding-left:0;font-family:sans-serif;font-size:13px">'
-            f'{"".join(rows)}</ul>{profile}')
-
-
-def _profile_html(lines: Sequence[str]) -> str:
-    """The training profile under the findings: a closed block, one escaped line a fact."""
-    if not lines:
-        return ""
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    return ('<details class="vd-profile" style="font-family:sans-serif;font-size:12px;'
-            'color:#444;margin:0.3em 0"><summary>What vizdebug understood about this run'
-            f'</summary><ul style="margin:0.2em 0 0 1em;padding:0">{items}</ul></details>')
-
-
-def _evidence_html(f: Finding) -> str:
-    """One line under the finding: what it points at, with a sparkline or thumbnails."""
-    target = evidence_target(f)
-    series = _sparkline(f.evidence.get("series"))
-    thumbs = _thumbnails(f.evidence.get("thumbnails"))
-    if target is None and not series and not thumbs:
-        return ""
-    parts = []
-    if target is not None:
-        kind = target["kind"]
-        if kind == "samples":
-            what = {"batches": "batches", "target": "targets", "test": "test samples"}.get(
-                target["name"] or "", "samples")
-            label = f"{what} {fmt_indices(target['indices'])}"
-        else:
-            label = f"{kind} {target['name']}"
-        attrs = (f'data-kind="{html.escape(kind)}" data-name="{html.escape(target["name"] or "")}"'
-                 f' data-indices="{",".join(str(i) for i in target["indices"][:256])}"')
-        parts.append(f'<span class="vd-evidence-target" {attrs}>&#128269; '
-                     f'{html.escape(label)}</span>')
-    return ('<div class="vd-evidence" style="color:#555;margin-left:1.2em;font-size:12px">'
-            + " ".join(parts) + series + thumbs + "</div>")
-
-
-def _sparkline(series: Any, width: int = 120, height: int = 22) -> str:
-    """An inline SVG line of ``evidence['series']`` (see :func:`evidence_series`)."""
-    if not isinstance(series, dict) or not isinstance(series.get("values"), list):
-        return ""
-    ys = [v for v in series["values"] if isinstance(v, (int, float)) and v == v]
-    if len(ys) < 2:
-        return ""
-    lo, hi = min(ys), max(ys)
-    span = (hi - lo) or 1.0
-    step = (width - 2) / (len(ys) - 1)
-    points = " ".join(f"{1 + i * step:.1f},{height - 2 - (y - lo) / span * (height - 4):.1f}"
-                      for i, y in enumerate(ys))
-    stat = html.escape(str(series.get("stat", "")))
-    return (f' <span class="vd-sparkline" title="{stat}: {fmt_number(lo)} to {fmt_number(hi)}">'
-            f'<svg width="{width}" height="{height}" style="vertical-align:middle">'
-            f'<polyline points="{points}" fill="none" stroke="#1565c0" stroke-width="1.3"/>'
-            f'</svg> {stat} {fmt_number(ys[0])} &#8594; {fmt_number(ys[-1])}</span>')
-
-
-def _thumbnails(uris: Any, size: int = 40) -> str:
-    """The flagged images as small pictures (only PNG/JPEG data URIs are shown)."""
-    if not isinstance(uris, list):
-        return ""
-    ok = [u for u in uris[:THUMBNAILS] if isinstance(u, str)
-          and u.startswith(("data:image/png;base64,", "data:image/jpeg;base64,"))]
-    imgs = "".join(
-        f'<img src="{html.escape(u)}" width="{size}" height="{size}" alt="flagged image" '
-        f'style="object-fit:contain;image-rendering:pixelated;border:1px solid #ccc;'
-        f'margin-right:2px;background:#fff">' for u in ok)
-    return f'<div class="vd-thumbnails" style="margin-top:2px">{imgs}</div>' if imgs else ""
+    thumbnails, the layer and its recorded statistic, the feature, the metric: see
+    :func:`evidence_target`), and the consequences of a cause folded under it
+    (``+ N consequences``); every user-derived string is escaped."""
+    return list_html(findings, empty, evidence_target)

@@ -25,7 +25,7 @@ def _section(part: Any) -> str:
     """The HTML of one part of the report."""
     if isinstance(part, Findings) or (isinstance(part, list) and all(isinstance(f, Finding) for f in part)):
         title = html.escape(str(getattr(part, "title", "") or "Findings"))  # whose they are
-        return f"<section><h2>{title}</h2>{findings_html(part)}</section>"
+        return f"<section><h2>{title}</h2>{_counts(part)}{findings_html(part)}</section>"
     to_html = getattr(part, "to_html", None)
     if to_html is None:
         raise VizdebugTypeError(
@@ -34,6 +34,13 @@ def _section(part: Any) -> str:
         )
     title = html.escape(str(getattr(part, "title", "") or type(part).__name__))
     return f"<section><h2>{title}</h2>{to_html()}</section>"
+
+
+def _counts(found: list[Finding]) -> str:
+    """The section's header line: the causes by severity, and how many findings they
+    explain (folded under them, not counted beside them)."""
+    found = found if isinstance(found, Findings) else Findings(found)
+    return f"<p class='vd-note vd-counts'>{html.escape(found.summary())}</p>" if found else ""
 
 
 def report(session_or_run: Any, path: str | os.PathLike, *,

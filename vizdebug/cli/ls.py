@@ -1,5 +1,6 @@
 """``vizdebug ls [DIR]``: the stored runs in a folder, with their state, last step, size on
-disk, start time and findings by severity.
+disk, start time and findings by severity: causes only, each as severe as the worst finding
+it explains (those are folded under it; ``folded`` in ``--json`` says how many).
 
 The state is the one :class:`~vizdebug.store.run.Run` reports: ``running`` while a
 writer holds the run file's lock, ``interrupted`` when the file was never closed and
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VizdebugError
-from ..findings import SEVERITIES
+from ..findings import Findings
 from ..progress import Progress
 
 FINDINGS_UP_TO_MB = 64.0  # runs above this size are listed without their findings
@@ -70,8 +71,8 @@ def _started(created: Any) -> str | None:
         return None
 
 
-def _findings(run: Any, size: int, up_to_mb: float | None) -> tuple[dict | None, str | None]:
-    """Counts of the run's findings by severity, or None and why they were not read."""
+def _findings(run: Any, size: int, up_to_mb: float | None) -> tuple[Findings | None, str | None]:
+    """The run's findings, or None and why they were not read."""
     if up_to_mb is None:
         return None, "not asked (--no-findings)"
     if size > up_to_mb * 1e6:
@@ -81,7 +82,7 @@ def _findings(run: Any, size: int, up_to_mb: float | None) -> tuple[dict | None,
         found = run.findings()
     except VizdebugError as exc:
         return None, str(exc)
-    return {s: sum(f.severity == s for f in found) for s in reversed(SEVERITIES)}, None
+    return found, None
 
 
 def describe(path: Path, up_to_mb: float | None = FINDINGS_UP_TO_MB) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def describe(path: Path, up_to_mb: float | None = FINDINGS_UP_TO_MB) -> dict[str
     size = disk_size(path)
     row: dict[str, Any] = {"path": str(path), "state": "unreadable", "last_step": None,
                            "size_bytes": size, "started": None, "rank": None,
-                           "findings": None, "note": None}
+                           "findings": None, "folded": None, "note": None}
     try:
         run = Run(path)
     except VizdebugError as exc:
@@ -101,7 +102,9 @@ def describe(path: Path, up_to_mb: float | None = FINDINGS_UP_TO_MB) -> dict[str
     try:
         row.update(state=run.state, last_step=run.last_step,
                    started=_started(run.meta.get("created")), rank=run.meta.get("rank", 0))
-        row["findings"], row["note"] = _findings(run, size, up_to_mb)
+        found, row["note"] = _findings(run, size, up_to_mb)
+        if found is not None:  # causes only: a finding another explains folds under it
+            row["findings"], row["folded"] = found.counts(), len(found) - len(found.causes)
     finally:
         run._probe.close()
     return row
@@ -132,11 +135,13 @@ def human_size(n: int) -> str:
     return f"{n:.1f} GB"  # pragma: no cover - the loop returns
 
 
-def _findings_text(counts: dict | None) -> str:
+def _findings_text(counts: dict | None, folded: int | None = None) -> str:
+    """``'1 warning (+39 folded)'``: the causes by severity, then how many findings they
+    explain (counted under them, not beside them)."""
     if counts is None:
         return "-"
     parts = [f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items() if n]
-    return ", ".join(parts) or "none"
+    return (", ".join(parts) or "none") + (f" (+{folded} folded)" if folded else "")
 
 
 def _local(started: str | None) -> str:
@@ -156,7 +161,7 @@ def table(rows: list[dict[str, Any]], base: Path) -> str:
             name = r["path"]
         step = "-" if r["last_step"] is None or r["last_step"] < 0 else str(r["last_step"])
         lines.append((name, r["state"], step, human_size(r["size_bytes"]), _local(r["started"]),
-                      _findings_text(r["findings"])))
+                      _findings_text(r["findings"], r.get("folded"))))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(c.rjust(w) if i in (2, 3) else c.ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths))).rstrip() for line in lines]

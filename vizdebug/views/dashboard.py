@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.training.diagnose import diagnose
-from ..findings import Findings, findings_html
+from ..findings import Findings, findings_html, fold, worst_severity
 from ..records import TrainingRecords, TrainingSource
 from ._base import TWIN_INTERVAL, View, live_esm, script_json
 from ._dashboard_delta import DeltaEncoder
@@ -80,14 +80,19 @@ def _live(panels: dict[str, Any]) -> dict[str, Any]:
 
 
 def worst_finding(findings: Findings) -> dict[str, Any]:
-    """The status line's badge: the worst finding's severity, code and message (and how
-    many more there are), or ``{}`` when there is nothing to flag."""
-    flagged = [f for f in findings if f.severity in ("error", "warning")]
+    """The status line's badge: the worst cause's severity (a cause is as severe as the
+    worst finding it explains), code and message, how many more causes there are (their
+    consequences are not counted) and how many findings it explains, or ``{}`` when there
+    is nothing to flag."""
+    flagged = [(cause, more) for cause, more in fold(findings)
+               if worst_severity([cause, *more]) in ("error", "warning")]
     if not flagged:
         return {}
-    worst = flagged[0]  # Findings are sorted worst first
-    return {"severity": worst.severity, "code": worst.code, "title": str(worst),
-            "more": len(flagged) - 1}
+    worst, more = flagged[0]  # fold() gives the worst group first
+    plural = "s" if len(more) != 1 else ""
+    title = str(worst) + (f"\n(+ {len(more)} consequence{plural} folded under it)" if more else "")
+    return {"severity": worst_severity([worst, *more]), "code": worst.code, "title": title,
+            "more": len(flagged) - 1, "explains": len(more)}
 
 
 def _status(source: TrainingSource, rec: TrainingRecords) -> str:

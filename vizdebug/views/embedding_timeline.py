@@ -38,6 +38,7 @@ from ..analysis.embeddings.frames import (
     read_frames,
 )
 from ..analysis.embeddings.project import choose_method, pca_layout, per_point
+from ..analysis.grouping import group_findings
 from ..errors import VizdebugError
 from ..findings import Findings, findings_html
 from ._base import View
@@ -217,7 +218,7 @@ class EmbeddingTimelineView(View):
             collapse = collapse_finding(self.timeline, self.curve["rank"], self.curve["spread"],
                                         len(self.classes.names), self.curve["knn"][-1])
             found += [collapse] if collapse else []
-        self._findings = Findings(found)
+        self._findings = Findings(group_findings(found))  # the collapse's overlaps under it
         if geo.suspects is not None:
             self._suspects = geo.sample[geo.suspects.positions].tolist()
         self._analysed.set()

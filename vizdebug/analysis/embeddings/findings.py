@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...findings import Finding, Findings
+from ..grouping import group_findings
 from .quality import (
     NEIGHBOUR_SAMPLE,
     OVERLAP_SHARE,
@@ -123,7 +124,10 @@ def layout_quality(x: np.ndarray, layout: np.ndarray, geo: Geometry,
 
 def geometry_findings(geo: Geometry, rows: np.ndarray) -> Findings:
     """``label-noise-suspects`` and ``class-overlap`` from :func:`feature_geometry`;
-    ``rows`` maps analysed feature rows to the user's indices."""
+    ``rows`` maps analysed feature rows to the user's indices. When every point is the
+    same vector, ``representation-collapse`` is the one cause: the overlaps and suspects
+    its arbitrary neighbours produce are grouped under it
+    (:func:`~vizdebug.analysis.grouping.group_findings`)."""
     found: list[Finding] = []
     if geo.collapsed:
         found.append(Finding(
@@ -136,7 +140,7 @@ def geometry_findings(geo: Geometry, rows: np.ndarray) -> Findings:
     if geo.suspects is not None and len(geo.suspects.positions):
         found.append(_suspects_finding(geo, rows))
     found += [_overlap_finding(geo, a, b, share) for a, b, share in geo.overlaps]
-    return Findings(found)
+    return Findings(group_findings(found))
 
 
 def _plain(value: Any) -> Any:
