@@ -115,11 +115,21 @@ class ProgramFacts:
     lazy: list[str] = field(default_factory=list)         # modules built lazily
     input_requires_grad: bool = False    # the model's input required grad (a penalty term)
     axes: list[AxisFacts] = field(default_factory=list)   # see :class:`AxisFacts`
+    drop_last: bool | None = None        # the watched loader's drop_last (None: unknown)
+    dataset_len: int | None = None       # len() of the watched loader's dataset
+    batch_norms: list[list] = field(default_factory=list)  # [path, num_features] per BatchNorm
+    input_ranges: list[list[float]] = field(default_factory=list)  # [min, max] per sampled input
+    # how far each frozen norm layer's running mean moved since the first mode check, in
+    # units of its running std then (mean over channels; the largest reading)
+    frozen_norm_drift: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _FACT_FIELDS}
         out["optimizers"] = [o.to_json() for o in self.optimizers]
         out["axes"] = [a.to_json() for a in self.axes]
+        out["batch_norms"] = [[str(p), int(c)] for p, c in self.batch_norms]
+        out["input_ranges"] = [[float(lo), float(hi)] for lo, hi in self.input_ranges]
+        out["frozen_norm_drift"] = {str(k): float(v) for k, v in self.frozen_norm_drift.items()}
         return out
 
     @classmethod
@@ -140,10 +150,19 @@ class ProgramFacts:
             frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
             input_requires_grad=bool(d.get("input_requires_grad", False)),
             axes=[AxisFacts.from_json(a) for a in d.get("axes", [])[:MAX_AXIS_FACTS]],
+            drop_last=None if d.get("drop_last") is None else bool(d["drop_last"]),
+            dataset_len=None if d.get("dataset_len") is None else int(d["dataset_len"]),
+            batch_norms=[[str(p)[:500], int(c)]
+                         for p, c in d.get("batch_norms", [])[:MAX_FACT_PATHS]],
+            input_ranges=[[float(lo), float(hi)]
+                          for lo, hi in d.get("input_ranges", [])[:MAX_FACT_PATHS]],
+            frozen_norm_drift={str(k)[:500]: float(v) for k, v in
+                               list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
         )
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
-                "frozen_norms_training", "frozen_norms_eval", "lazy", "input_requires_grad")
+                "frozen_norms_training", "frozen_norms_eval", "lazy", "input_requires_grad",
+                "drop_last", "dataset_len")
 
 

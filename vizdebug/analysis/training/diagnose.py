@@ -30,6 +30,12 @@ from .events import rule_events
 from .inputs import rule_input_scale
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 from .profile import profile_of
+from .protocol import (
+    rule_batchnorm_small_batch,
+    rule_discriminator_wins,
+    rule_frozen_batchnorm_training,
+    rule_gan_range,
+)
 
 ACTIVATION_CLASSES = frozenset({
     "ReLU", "ReLU6", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus", "Hardswish",
@@ -305,6 +311,8 @@ RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
     rule_axis_order,  # a cause: a module reads its input's axes in the wrong order
     rule_input_scale,  # a cause: off-scale inputs that nothing normalises
     rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
+    rule_batchnorm_small_batch, rule_gan_range, rule_discriminator_wins,
+    rule_frozen_batchnorm_training,
     rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
     rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,
 )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 NORM_CLASSES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm")
 MODE_CHECKS_FIRST = 3   # frozen norm layers' modes read at the first steps of an optimizer,
 MODE_CHECK_EVERY = 64   # then every n-th step
+MAX_INPUT_RANGES = 64   # the value ranges of the sampled forwards' inputs kept (the last)
 
 
 class ProgramTap:
@@ -49,6 +50,10 @@ class ProgramTap:
         self._optimizers: dict[int, tuple[weakref.ref, OptimizerFacts]] = {}
         self.norms_training: set[str] = set()
         self.norms_eval: set[str] = set()
+        # frozen norm layers' running means at the first mode check, and how far (in their
+        # running std then) they moved since: frozen weights, statistics that still move
+        self._norm_first: dict[str, tuple[Any, float]] = {}
+        self.norm_drift: dict[str, float] = {}
         self.batch_sizes: deque[int] = deque(maxlen=MAX_FACT_PATHS)
         self.input_requires_grad = False
         self._inputs: list[weakref.ref] = []  # the sampled step's input tensors (all forwards)
@@ -56,6 +61,14 @@ class ProgramTap:
         self.sampler: str | None = None
         self.sampler_weighted = False
         self.loader_batch_size: int | None = None
+        self.drop_last: bool | None = None
+        self.dataset_len: int | None = None
+        # BatchNorm layers and their channels: how many values per channel a batch gives
+        self.batch_norms = [[n, int(m.num_features)] for n, m in model.named_modules()
+                            if type(m).__name__.startswith("BatchNorm")
+                            and isinstance(getattr(m, "num_features", None), int)
+                            ][:MAX_FACT_PATHS]
+        self.input_ranges: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
         self.step = lambda: 0  # the training step in progress (the session's clock)
         self.version = 0
         self.axes = AxisWatch(model, changed=self._changed)  # the first training forwards
@@ -72,6 +85,9 @@ class ProgramTap:
             self.sampler = type(batch_sampler).__name__
         size = getattr(loader, "batch_size", None)
         self.loader_batch_size = size if isinstance(size, int) else None
+        drop = getattr(loader, "drop_last", None)
+        self.drop_last = drop if isinstance(drop, bool) else None
+        self.dataset_len = _length(getattr(loader, "dataset", None))
         self.version += 1
 
     def observe_input(self, args: tuple) -> None:
@@ -86,7 +102,15 @@ class ProgramTap:
         if shape is not None and len(shape) > 0:
             self.batch_sizes.append(int(shape[0]))
             self.input_requires_grad |= bool(getattr(first, "requires_grad", False))
+            self._observe_range(first)
             self.version += 1
+
+    def _observe_range(self, first: Any) -> None:
+        # the value range a sampled forward received: a discriminator reads real and
+        # generated batches, and their ranges are compared with the loader's
+        if getattr(first, "is_floating_point", lambda: False)() and first.numel() > 0:
+            low, high = (float(v) for v in first.detach().aminmax())
+            self.input_ranges.append([low, high])
 
     def optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """After any optimizer's ``step()`` (from the global step post-hook)."""
@@ -125,6 +149,10 @@ class ProgramTap:
             frozen_norms_training=sorted(self.norms_training),
             frozen_norms_eval=sorted(self.norms_eval), lazy=self.lazy[:MAX_FACT_PATHS],
             input_requires_grad=self.input_requires_grad, axes=self.axes.facts(),
+            drop_last=self.drop_last, dataset_len=self.dataset_len,
+            batch_norms=[list(b) for b in self.batch_norms],
+            input_ranges=[list(r) for r in self.input_ranges],
+            frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
         )
 
     def remove(self) -> None:
@@ -151,6 +179,28 @@ class ProgramTap:
             module = ref()
             if module is not None:
                 (self.norms_training if module.training else self.norms_eval).add(path)
+                self._read_drift(path, module)
+
+    def _read_drift(self, path: str, module: Any) -> None:
+        mean, var = getattr(module, "running_mean", None), getattr(module, "running_var", None)
+        if mean is None or var is None:
+            return
+        first = self._norm_first.get(path)
+        if first is None:
+            scale = float(var.detach().clamp_min(1e-12).sqrt().mean())
+            self._norm_first[path] = (mean.detach().clone(), scale)
+            return
+        moved = float((mean.detach() - first[0]).abs().mean()) / max(first[1], 1e-12)
+        self.norm_drift[path] = max(self.norm_drift.get(path, 0.0), moved)
+
+
+def _length(dataset: Any) -> int | None:
+    """``len(dataset)``, or None where it has none (an iterable dataset) or it fails."""
+    try:
+        n = len(dataset)
+    except Exception:  # a user's __len__ may raise anything: no length then
+        return None
+    return n if isinstance(n, int) else None
 
 
 def _is_lazy(module: Any) -> bool:
