@@ -54,9 +54,9 @@ def test_clean_run_says_nothing_is_wrong(executed):
 
 def test_buggy_run_is_explained(executed):
     found = text(outputs(executed, "bad_session.findings()"))
-    assert "ERROR input-nonfinite" in found
-    assert "ERROR nonfinite-activation [0]" in found and "first module the batch reaches" in found
-    assert "ERROR nonfinite-loss [loss]" in found
+    assert "ERROR input-nonfinite" in found  # the cause, with its consequences folded under it
+    assert "folded under it: nonfinite-activation" in found and "nonfinite-loss" in found
+    assert "first module the batch reaches" in found  # the folded finding's hint (its HTML)
     strict = text(next(c.outputs for c in executed.cells if c.cell_type == "code"
                        and "on_anomaly=\"raise\"" in c.source))
     assert "WatchAnomaly" in strict and "'0' (Conv2d)" in strict and "Input: shape (64, 1, 8, 8)" in strict
@@ -78,7 +78,8 @@ def test_the_stored_run_reads_back_with_the_same_diagnosis(executed):
     cell = next(c for c in executed.cells if c.cell_type == "code" and "vd.open_run" in c.source)
     found = text(cell.outputs)
     assert "<vizdebug Run vizdebug-02-bad-run.sqlite: closed" in found
-    assert "ERROR nonfinite-activation [0]" in found and "ERROR nonfinite-loss [loss]" in found
+    assert "ERROR input-nonfinite" in found  # the same cause, the same consequences folded
+    assert "folded under it: nonfinite-activation" in found and "nonfinite-loss" in found
 
 
 def test_static_twins_show_the_final_state_in_a_light_notebook(executed):
