@@ -191,3 +191,21 @@ def test_a_penalty_forward_before_the_others_is_known_too():
             opt.step()
             session.log(loss=loss)
         assert "parameters-not-updated" not in session.findings().codes
+
+
+def test_forwards_inside_paused_are_not_the_programs_axis_order():
+    """A side experiment in session.paused() feeding (batch, time, feature) to a
+    batch_first=False LSTM is not what the training loop does."""
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4)
+    loader = DataLoader(TensorDataset(torch.randn(64, 5, 3)), batch_size=16)
+    with vd.watch(lstm, loader=loader, every=1) as session:
+        with session.paused():
+            for (x,) in loader:
+                lstm(x)  # (16, 5, 3): time on axis 1, the wrong order, but paused
+        for (x,) in loader:
+            out, _ = lstm(x.transpose(0, 1))  # (5, 16, 3): what the loop really feeds
+            out.mean().backward()
+            session.log(loss=out.mean())
+        assert "axis-order" not in session.findings().codes
+        assert session.records().program.axes

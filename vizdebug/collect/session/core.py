@@ -285,11 +285,11 @@ class Session(Viewable, EmbeddingTracking):
             yield
             return
         self.hooks.pause()
-        self.tap.paused = True
+        self.tap.paused = self.program.axes.paused = True
         try:
             yield
         finally:
-            self.tap.paused = False
+            self.tap.paused = self.program.axes.paused = False
             if not self.closed:
                 self.hooks.resume()
 

@@ -42,6 +42,7 @@ class AxisWatch:
         self._watching = False        # a watched training forward is in progress
         self._conv_seen = False       # it reached its first convolution
         self._root_calls = 0
+        self.paused = False  # Session.paused(): forwards in between are not the program's
         self._handles: list[Any] = []  # the model's and the convolutions' hooks
         self._sequence: dict[str, list[Any]] = {}  # path -> [handle, training calls seen]
         self._register(model)
@@ -87,7 +88,7 @@ class AxisWatch:
 
     # -- hooks -------------------------------------------------------------------------
     def _root_pre(self, module: torch.nn.Module, args: tuple) -> None:
-        self._watching = module.training  # eval passes are not watched
+        self._watching = module.training and not self.paused  # eval passes are not watched
         self._root_input = _first_tensor(args, {}) if module.training else None
         self._conv_seen = False
 
@@ -104,7 +105,7 @@ class AxisWatch:
     def _sequence_hook(self, path: str) -> Any:
         def hook(module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
             try:
-                if module.training:
+                if module.training and not self.paused:
                     self._observe_sequence(path, module, _first_tensor(args, kwargs))
             except Exception as exc:
                 self.on_error(f"the axis-order collector on {path!r}", exc)
