@@ -102,7 +102,7 @@ class StoreFeed:
                         samples=self._samples(session), system=self._system(session),
                         events=self._new_events(session), errors=self._new_errors(session),
                         loader=self._new_loader(session, final),
-                        program=self._new_program(session),
+                        program=self._new_program(session, final),
                         batch=self._batch(session, final),
                         failed=session.failed, embeddings=frames, probes=probes)
 
@@ -169,9 +169,11 @@ class StoreFeed:
         self._errors = errors
         return errors
 
-    def _new_program(self, session: Session) -> dict[str, Any] | None:
+    def _new_program(self, session: Session, final: bool) -> dict[str, Any] | None:
+        """The program facts when they changed (and once more at the end: the optimizers'
+        step counts move between the snapshots the tap marks)."""
         version = session.program.version
-        if version == self._program_version:
+        if version == self._program_version and not final:
             return None
         self._program_version = version
         return session.program.facts().to_json()

@@ -123,8 +123,12 @@ def _numpy_summaries(a: np.ndarray) -> list[np.ndarray]:
 def _finite_input(batch: Any) -> bool:
     """False when the batch's input is a float CPU tensor or array holding NaN or inf: one
     sum (NaN and inf propagate; a float32 overflow only costs a needless description)."""
-    x = input_members(split_batch(batch).input)[0]  # a siamese/triplet batch: its first input
     torch = sys.modules.get("torch")
+    if (type(batch) in (tuple, list) and len(batch) == 2 and torch is not None
+            and isinstance(batch[0], torch.Tensor)):
+        x = batch[0]  # (input, target): what split_batch says, without its general rule
+    else:
+        x = input_members(split_batch(batch).input)[0]  # a siamese/triplet batch: its first
     if torch is not None and isinstance(x, torch.Tensor):
         if not (x.is_cpu and x.is_floating_point()) or x.numel() == 0:
             return True

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 NORM_CLASSES = ("BatchNorm", "SyncBatchNorm", "InstanceNorm")
 MODE_CHECKS_FIRST = 3   # frozen norm layers' modes read at the first steps of an optimizer,
 MODE_CHECK_EVERY = 64   # then every n-th step
+RANGE_FORWARDS = 64     # sampled forwards whose input range is read, then every n-th:
+RANGE_EVERY = 16
 MAX_INPUT_RANGES = 64   # the value ranges of the sampled forwards' inputs kept (the last)
 
 
@@ -56,6 +58,7 @@ class ProgramTap:
         self.norm_drift: dict[str, float] = {}
         self.batch_sizes: deque[int] = deque(maxlen=MAX_FACT_PATHS)
         self.input_requires_grad = False
+        self._ranges_offered = 0
         self._inputs: list[weakref.ref] = []  # the sampled step's input tensors (all forwards)
         self._inputs_step: int | None = None
         self.sampler: str | None = None
@@ -107,7 +110,12 @@ class ProgramTap:
 
     def _observe_range(self, first: Any) -> None:
         # the value range a sampled forward received: a discriminator reads real and
-        # generated batches, and their ranges are compared with the loader's
+        # generated batches, and their ranges are compared with the loader's. One read of
+        # the input: the first RANGE_FORWARDS sampled forwards, then every RANGE_EVERY-th
+        # (with every=1 a read each step would cost a few percent of a small step)
+        self._ranges_offered += 1
+        if self._ranges_offered > RANGE_FORWARDS and self._ranges_offered % RANGE_EVERY:
+            return
         if getattr(first, "is_floating_point", lambda: False)() and first.numel() > 0:
             low, high = (float(v) for v in first.detach().aminmax())
             self.input_ranges.append([low, high])
@@ -122,11 +130,14 @@ class ProgramTap:
             self._optimizers[id(optimizer)] = seen
         facts = seen[1]
         facts.steps += 1
-        # the hook's args are step()'s own: (optimizer, closure?)
-        facts.closure |= (len(args) > 1 and callable(args[1])) or "closure" in (kwargs or {})
-        if facts.held and (facts.steps <= MODE_CHECKS_FIRST or facts.steps % MODE_CHECK_EVERY == 0):
-            self._read_norm_modes()
-        self.version += 1
+        # Every step: a count. At the first steps and every n-th, what may change (the
+        # closure, the frozen norm layers' modes), and a new snapshot for the store.
+        if facts.steps <= MODE_CHECKS_FIRST or facts.steps % MODE_CHECK_EVERY == 0:
+            # the hook's args are step()'s own: (optimizer, closure?)
+            facts.closure |= (len(args) > 1 and callable(args[1])) or "closure" in (kwargs or {})
+            if facts.held:
+                self._read_norm_modes()
+            self.version += 1
 
     def known_ids(self) -> set[int]:
         """Ids of the tensors that any optimizer seen stepping updates, and of the last
