@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import vizdebug as vd
 
 from . import Fault
-from ._data import digits, digits_std, tabular_std
+from ._data import digits, digits_std, sequences, tabular_std
 from ._loop import acc, finish, fit
 
 
@@ -101,36 +101,38 @@ def encoder_under_no_grad(fixed: bool) -> vd.Findings:
     return finish(session)
 
 
-class _TwoTower(nn.Module):
-    """A tabular two-stage model: an embedding MLP, then a classifier on its output."""
+class _FrontEndEncoder(nn.Module):
+    """A learnable feature front end (a 1-d convolution over the raw sequence), then an
+    encoder and a classifier: the shape of a speech recipe's compute_features -> enc."""
 
-    def __init__(self, numpy_round_trip: bool) -> None:
+    def __init__(self, detach_features: bool) -> None:
         super().__init__()
-        self.numpy_round_trip = numpy_round_trip
-        self.embed = nn.Sequential(nn.Linear(30, 32), nn.Tanh())
-        self.classifier = nn.Linear(32, 2)
+        self.detach_features = detach_features
+        self.features = nn.Sequential(nn.Conv1d(1, 8, 5, padding=2), nn.ReLU())
+        self.enc = nn.GRU(8, 16, batch_first=True)
+        self.out = nn.Linear(16, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        z = self.embed(x)
-        if self.numpy_round_trip:  # the reported conversion to post-process features
-            z = torch.from_numpy(z.detach().numpy() * 1.0)
-        return self.classifier(z)
+        feats = self.features(x.transpose(1, 2)).transpose(1, 2)  # (batch, time, 8)
+        if self.detach_features:  # the recipe's self.modules.enc(feats.detach())
+            feats = feats.detach()
+        h, _ = self.enc(feats)
+        return self.out(h[:, -1])
 
 
-# Source: https://github.com/isayev/ReLeaSE/issues/39
-#   "Weights are not updating": the reporter converted a tensor of the graph with
-#   .cpu().detach().numpy() (then tried .item()) to get around a device error, printed
-#   the gradients and found None for the hidden layers. The maintainer: the conversion
-#   detaches it from the computational graph; keep the tensor in torch. Here the same
-#   round trip sits inside the model, between the embedding and the classifier, so only
-#   the layers before it lose their gradient.
-def numpy_round_trip_cuts_graph(fixed: bool) -> vd.Findings:
+# Source: https://github.com/speechbrain/speechbrain/issues/1396
+#   "Usage of Speechbrain functions breaks PyTorch computation graph": no gradient reached
+#   what came before the encoder; the reporter found the culprit, a recipe's
+#   `x = self.modules.enc(feats.detach())`, and removing the .detach() brought the
+#   gradients back. Ported: a learnable front end before a GRU encoder on the sequence
+#   data; with the .detach() its weights, which the optimizer holds, never get a gradient.
+def features_detached_before_encoder(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
-    xtr, xte, ytr, yte = tabular_std("breast_cancer")
-    model = _TwoTower(numpy_round_trip=not fixed)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    xtr, xte, ytr, yte = sequences(n=384, length=16)
+    model = _FrontEndEncoder(detach_features=not fixed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     val = (torch.as_tensor(xte), torch.as_tensor(yte))
-    return fit(model, _loader(xtr, ytr, 32), nn.CrossEntropyLoss(), opt, 8, val, acc)
+    return fit(model, _loader(xtr, ytr, 32), nn.CrossEntropyLoss(), opt, 6, val, acc)
 
 
 # == BatchNorm and a last batch of one =====================================================
@@ -332,8 +334,8 @@ FAULTS: list[Fault] = [
           "github.com/queenie88/A-GCN/issues/4"),
     Fault("relations/encoder-under-no-grad", encoder_under_no_grad, "graph-cut", "encoder",
           "github.com/rll-research/cic/issues/5"),
-    Fault("relations/numpy-round-trip-cuts-graph", numpy_round_trip_cuts_graph, "graph-cut",
-          "embed", "github.com/isayev/ReLeaSE/issues/39"),
+    Fault("relations/features-detached-before-encoder", features_detached_before_encoder,
+          "graph-cut", "features", "github.com/speechbrain/speechbrain/issues/1396"),
     Fault("relations/bn-mlp-last-batch-of-one", bn_mlp_last_batch_of_one,
           "batchnorm-small-batch", "1", "github.com/openvinotoolkit/nncf/pull/379"),
     Fault("relations/bn-cnn-head-last-batch-of-one", bn_cnn_head_last_batch_of_one,
