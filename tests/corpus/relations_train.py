@@ -252,6 +252,24 @@ def gan_unit_images_tanh_generator(fixed: bool) -> vd.Findings:
     return _mlp_gan_loop(G, D, loader, D, 6, 16, logits=False)
 
 
+# Source: https://github.com/junyanz/pytorch-CycleGAN-and-pix2pix/issues/910
+#   "loss_D zero, loss_G increasing": after a while Loss_D read 0.0000 and Loss_G kept
+#   growing (34.6), the generated pictures very bad. The maintainer: increase the capacity
+#   of the generator and/or decrease the capacity of the discriminator (its channels and
+#   layers); the reporter did and the losses went back to normal. Ported: a wide, deep
+#   discriminator against a generator with an 8-unit bottleneck, on [-1, 1] digits and a
+#   tanh generator (no range mismatch); the fix balances the two.
+def discriminator_outgrows_generator(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    loader = _real_loader(_unit_digits(True), 64)
+    width = 32 if fixed else 8
+    G = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, 64), nn.Tanh())
+    layers = ([nn.Linear(64, 64), nn.LeakyReLU(0.2)] if fixed else
+              [nn.Linear(64, 512), nn.LeakyReLU(0.2), nn.Linear(512, 512), nn.LeakyReLU(0.2)])
+    D = nn.Sequential(*layers, nn.Linear(layers[0].out_features, 1))
+    return _mlp_gan_loop(G, D, loader, D, 8, 16, logits=True)
+
+
 class _ConvGenerator(nn.Module):
     """Pokemon_GAN's generator, shrunk: project, two transposed convolutions with
     BatchNorm, ``tanh`` to generate the final images."""
@@ -345,6 +363,9 @@ FAULTS: list[Fault] = [
     Fault("relations/gan-unit-images-tanh-generator", gan_unit_images_tanh_generator,
           "gan-range-mismatch", None,
           "github.com/fchollet/deep-learning-with-python-notebooks/issues/7"),
+    Fault("relations/discriminator-outgrows-generator", discriminator_outgrows_generator,
+          "discriminator-wins", None,
+          "github.com/junyanz/pytorch-CycleGAN-and-pix2pix/issues/910"),
     Fault("relations/gan-conv-generator-tanh-unit-images", gan_conv_generator_tanh_unit_images,
           "gan-range-mismatch", "up.4", "github.com/llSourcell/Pokemon_GAN/issues/11"),
     Fault("relations/cgan-unit-images-tanh-generator", cgan_unit_images_tanh_generator,
