@@ -5,6 +5,7 @@ and the rules; empty (falsy) before the first batch."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -69,13 +70,13 @@ class LoaderRecord:
             if value is not None and not (isinstance(value, np.ndarray) and value.ndim == ndim):
                 raise ValueError(f"the loader {key} is not a {ndim}-d array")
         bad = plain.get("nonfinite_batches", [])
-        if not (isinstance(bad, list) and all(_is_int(b) for b in bad)):
+        if not (isinstance(bad, list) and all(is_int(b) for b in bad)):
             raise ValueError("the loader nonfinite_batches are not steps")
         for key in ("shapes", "dtypes"):
             if not isinstance(plain.get(key, {}), dict):
                 raise ValueError(f"the loader {key} is not a mapping")
         for key in ("batches", "total_wait", "total_compute"):
-            if not _is_number(plain.get(key, 0)):
+            if not is_number(plain.get(key, 0)):
                 raise ValueError(f"the loader {key} is not a number")
         base = cls()
         return cls(batches=int(plain.get("batches", 0)),
@@ -86,9 +87,11 @@ class LoaderRecord:
                    **{k: arrays.get(k, getattr(base, k)) for k in LOADER_ARRAYS})
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+def is_int(value: Any) -> bool:
+    """An integer, Python's or numpy's, that is not a bool (what a stored count must be)."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+def is_number(value: Any) -> bool:
+    """A real number, Python's or numpy's, that is not a bool."""
+    return isinstance(value, Real) and not isinstance(value, bool)

@@ -10,22 +10,15 @@ rule or a view.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 from typing import Any
 
 from ..findings import CODES
 from ..records import AnomalyEvent, LoaderRecord, ProgramFacts
+from ..records.loader import is_int as _is_int
+from ..records.loader import is_number as _is_number
 from .schema import DamagedRun
 
 MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def _strings(meta: dict[str, Any], key: str, problems: list[str]) -> list[str]:

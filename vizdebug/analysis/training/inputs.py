@@ -17,21 +17,20 @@ import numpy as np
 from ...findings import Finding
 from ...findings import fmt_number as _f
 from ...records import ACTIVATION_FIELDS, BATCH_FIELDS, TrainingRecords
-from .profile import NORM_PREFIXES, profile_of
+from .profile import first_weight_layer, profile_of
 
 INPUT_ABS = 5.0        # the loader's batches reach |x| of this (as check_batch's threshold)
 FIRST_LAYER_STD = 5.0  # the first weight layer's outputs at the first sample: std this high
-WEIGHT_LAYERS = ("Linear", "Conv", "Bilinear")
 
 
 def rule_input_scale(rec: TrainingRecords) -> list[Finding]:
     """``input-not-normalized`` when off-scale inputs reach a first layer that nothing
     normalises (see the module docstring)."""
     scale = _loader_scale(rec)
-    first = _first_weight_layer(rec)
-    if scale is None or first is None or profile_of(rec).first_layer_normalised:
+    index = first_weight_layer(rec)
+    if scale is None or index is None or profile_of(rec).first_layer_normalised:
         return []
-    index, std = first
+    std = float(rec.activations[0, index, ACTIVATION_FIELDS.index("std")])
     if scale < INPUT_ABS or not std > FIRST_LAYER_STD:
         return []
     path = rec.module_paths[index]
@@ -57,20 +56,3 @@ def _loader_scale(rec: TrainingRecords) -> float | None:
     peak = np.maximum(np.abs(lo), np.abs(hi))
     peak = peak[np.isfinite(peak)]
     return float(np.median(peak)) if peak.size else None
-
-
-def _first_weight_layer(rec: TrainingRecords) -> tuple[int, float] | None:
-    """The first module with weights in the first sampled step's call order, and the
-    standard deviation of its output then; ``None`` when a norm layer comes first."""
-    if rec.activations.shape[0] == 0 or not rec.module_classes:
-        return None
-    order = rec.activations[0, :, ACTIVATION_FIELDS.index("order")]
-    for i in np.argsort(np.where(np.isfinite(order), order, np.inf)):
-        if not np.isfinite(order[i]):
-            break
-        cls = rec.module_classes[i]
-        if cls.startswith(NORM_PREFIXES):
-            return None
-        if cls.startswith(WEIGHT_LAYERS):
-            return int(i), float(rec.activations[0, i, ACTIVATION_FIELDS.index("std")])
-    return None

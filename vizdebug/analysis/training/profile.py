@@ -18,6 +18,7 @@ import numpy as np
 
 from ...records import ACTIVATION_FIELDS, ProgramFacts, TrainingRecords
 
+WEIGHT_LAYERS = ("Linear", "Conv", "LazyLinear", "LazyConv", "Bilinear")
 NORM_PREFIXES = ("BatchNorm", "SyncBatchNorm", "LayerNorm", "GroupNorm", "InstanceNorm",
                  "LocalResponseNorm", "RMSNorm", "LazyBatchNorm", "LazyInstanceNorm")
 # names a two-player loop gives its losses: loss_D / errG / d_loss / critic / adversarial
@@ -167,18 +168,35 @@ def _game_losses(losses: tuple[str, ...], optimizers: int) -> tuple[str, ...]:
     return losses if len(losses) >= 2 else ()
 
 
+def call_order(rec: TrainingRecords) -> list[int]:
+    """The modules (indices into ``rec.module_classes``) the first sampled step ran, in
+    the order it called them."""
+    if rec.activations.shape[0] == 0 or not rec.module_classes:
+        return []
+    order = rec.activations[0, :, ACTIVATION_FIELDS.index("order")]
+    return [int(i) for i in np.argsort(np.where(np.isfinite(order), order, np.inf))
+            if np.isfinite(order[i])]
+
+
+def first_weight_layer(rec: TrainingRecords) -> int | None:
+    """The first module with weights in the call order; ``None`` when a norm layer (or
+    nothing with weights) comes first."""
+    for i in call_order(rec):
+        cls = rec.module_classes[i]
+        if cls.startswith(NORM_PREFIXES):
+            return None
+        if cls.startswith(WEIGHT_LAYERS):
+            return i
+    return None
+
+
 def first_layer_normalised(rec: TrainingRecords) -> bool:
     """Whether the first module the batch reaches with weights (or the input itself) is
     followed by a norm layer in the step's call order."""
-    if rec.activations.shape[0] == 0 or not rec.module_classes:
-        return False
-    order = rec.activations[0, :, ACTIVATION_FIELDS.index("order")]
-    ranked = [i for i in np.argsort(np.where(np.isfinite(order), order, np.inf))
-              if np.isfinite(order[i])]
-    classes = [rec.module_classes[i] for i in ranked]
+    classes = [rec.module_classes[i] for i in call_order(rec)]
     for pos, cls in enumerate(classes[:-1]):
         if cls.startswith(NORM_PREFIXES):
             return True
-        if cls.startswith(("Linear", "Conv", "LazyLinear", "LazyConv", "Bilinear")):
+        if cls.startswith(WEIGHT_LAYERS):
             return classes[pos + 1].startswith(NORM_PREFIXES)
     return False
