@@ -1,10 +1,7 @@
-"""Command line.
+"""The ``vizdebug`` command line (``python -m vizdebug``): ``demo``, ``report`` and ``ls``.
 
-``python -m vizdebug demo [--out report.html] [--epochs N]``: the demo.
-``python -m vizdebug report RUN [--out report.html]``: a standalone report of a stored run
-(``vd.watch(model, store=RUN)``), e.g. of a job that crashed.
-``python -m vizdebug ls [DIR] [-r] [--json]``: the stored runs in a folder, their state,
-last step, size, start time and findings.
+The help it prints is :data:`DESCRIPTION` and :data:`EXAMPLES`, plain text for a terminal
+(this docstring is for the source, not the user).
 """
 
 from __future__ import annotations
@@ -14,10 +11,22 @@ import sys
 
 from .cli import ls as cli_ls
 
+DESCRIPTION = "Visual debugging for PyTorch training: look at stored runs from a terminal."
+EXAMPLES = """\
+examples:
+  vizdebug ls runs/                 list the runs in runs/ (state, steps, size, findings)
+  vizdebug report runs/exp1.sqlite  write runs/exp1.html, a report that works offline
+  vizdebug demo                     train a small CNN on digits and write its report
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vizdebug", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+A run file is written by vd.watch(model, store="runs/exp1.sqlite").
+"vizdebug COMMAND --help" tells more about each command."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vizdebug", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                title="commands")
     demo = sub.add_parser("demo", help="train a small CNN on digits with vizdebug attached "
                                        "and write an HTML report")
     demo.add_argument("--out", default="vizdebug-demo-report.html", help="report path")
@@ -26,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("run", help="run file (or folder: its newest run)")
     rep.add_argument("--out", default=None, help="report path (default: RUN with .html)")
     cli_ls.add_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); the exit status."""
+    args = _parser().parse_args(argv)
     if args.command == "ls":
         return cli_ls.main(args)
     if args.command == "demo":
@@ -40,10 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run = open_run(args.run)
         except VizdebugError as exc:
-            print(f"vizdebug report: {exc}", file=sys.stderr)
+            print(f"vizdebug report: {cli_ls.printable(str(exc))}", file=sys.stderr)
             return 2
         out = args.out or str(run.path.with_suffix(".html"))
-        print(f"{run!r}\nreport written to {report(run, out, title=f'vizdebug run {run.path.name}')}")
+        written = report(run, out, title=f"vizdebug run {run.path.name}")
+        # (what the file holds and its name, printable: no escape reaches the terminal)
+        print(cli_ls.printable(f"{run!r}") + "\nreport written to " + cli_ls.printable(str(written)))
     return 0
 
 

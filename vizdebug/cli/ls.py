@@ -1,4 +1,4 @@
-"""``vizdebug ls [DIR]``: the stored runs in a folder, with their state, last step, size on
+"""``vizdebug ls [DIR]``: the stored runs in a folder, with their state, steps, size on
 disk, start time and findings by severity: causes only, each as severe as the worst finding
 it explains (those are folded under it; ``folded`` in ``--json`` says how many).
 
@@ -8,6 +8,11 @@ no writer holds it (killed, crashed), ``closed``, ``ended`` (the script exited w
 ``close()``) or ``failed``. Findings are the diagnosis of the stored run (the same rules as
 ``vd.open_run(path).findings()``); reading a run takes up to a second per 10 MB, so runs
 larger than ``--findings-up-to`` MB are listed without them unless asked.
+
+``STEPS`` counts the steps done, as the dashboard and the report do (a run that logged
+steps 0 to 114 did 115; ``last_step`` in ``--json`` is 114). One file is one line whatever
+is wrong with it (``unreadable`` and the reason), and what a file holds is printed as
+printable characters only: a stored string cannot move the cursor or retitle the terminal.
 """
 
 from __future__ import annotations
@@ -92,38 +97,78 @@ def describe(path: Path, up_to_mb: float | None = FINDINGS_UP_TO_MB) -> dict[str
 
     size = disk_size(path)
     row: dict[str, Any] = {"path": str(path), "state": "unreadable", "last_step": None,
-                           "size_bytes": size, "started": None, "rank": None,
+                           "steps": None, "size_bytes": size, "started": None, "rank": None,
                            "findings": None, "folded": None, "note": None}
     try:
         run = Run(path)
-    except VizdebugError as exc:
-        row["note"] = str(exc)
+    except Exception as exc:  # one file, whatever is wrong with it, is one line
+        row["note"] = _unreadable(exc)
         return row
     try:
-        row.update(state=run.state, last_step=run.last_step,
-                   started=_started(run.meta.get("created")), rank=run.meta.get("rank", 0))
-        found, row["note"] = _findings(run, size, up_to_mb)
-        if found is not None:  # causes only: a finding another explains folds under it
-            row["findings"], row["folded"] = found.counts(), len(found) - len(found.causes)
+        _fill(row, run, size, up_to_mb)
+    except Exception as exc:  # (what was read before it stands)
+        row["note"] = _unreadable(exc)
     finally:
         run._probe.close()
     return row
+
+
+def _fill(row: dict[str, Any], run: Any, size: int, up_to_mb: float | None) -> None:
+    row.update(state=run.state, last_step=run.last_step,
+               started=_started(run.meta.get("created")), rank=run.meta.get("rank", 0))
+    row["steps"] = row["last_step"] + 1 if row["last_step"] >= 0 else 0
+    found, row["note"] = _findings(run, size, up_to_mb)
+    if found is not None:  # causes only: a finding another explains folds under it
+        row["findings"], row["folded"] = found.counts(), len(found) - len(found.causes)
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why a file could not be listed: a vizdebug error says it; anything else is a
+    defect of vizdebug's, named as one."""
+    if isinstance(exc, VizdebugError):
+        return str(exc)
+    return f"vizdebug could not read it ({type(exc).__name__}: {str(exc)[:300]}); please report this"
 
 
 def list_runs(folder: Path, *, recursive: bool = False,
               up_to_mb: float | None = FINDINGS_UP_TO_MB) -> list[dict[str, Any]]:
     """The rows of the runs under ``folder`` (or of the one run file ``folder``), oldest
     first."""
-    from ..store.schema import is_run_file
+    from ..store.schema import NOT_A_RUN, run_file_problem
 
     paths = [folder] if folder.is_file() else list(candidates(folder, recursive))
     rows = []
     with Progress("vizdebug ls", total=len(paths), unit="files") as bar:
         for p in paths:
-            if is_run_file(p):
+            problem = run_file_problem(p)
+            if problem is None:
                 rows.append(describe(p, up_to_mb))
+            elif problem != NOT_A_RUN:  # a run file refused unread (a view in it, ...)
+                rows.append(_refused(p, problem))
             bar.update()
     return sorted(rows, key=lambda r: (r["started"] or "", r["path"]))
+
+
+def _refused(path: Path, problem: str) -> dict[str, Any]:
+    return {"path": str(path), "state": "unreadable", "last_step": None, "steps": None,
+            "size_bytes": disk_size(path), "started": None, "rank": None, "findings": None,
+            "folded": None, "note": problem}
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every character a terminal would act on (escape sequences, bells,
+    carriage returns, a name's undecodable bytes) written as its Python escape.
+
+    >>> printable("run\x1b[2J\udcff.sqlite")
+    'run\\x1b[2J\\xff.sqlite'
+    """
+    return "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    if "\udc80" <= char <= "\udcff":  # a byte of a file name that is not UTF-8
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    return repr(char)[1:-1]
 
 
 def human_size(n: int) -> str:
@@ -152,22 +197,27 @@ def _local(started: str | None) -> str:
 
 def table(rows: list[dict[str, Any]], base: Path) -> str:
     """The rows as aligned text columns; paths relative to ``base`` where they can be."""
-    head = ("RUN", "STATE", "LAST STEP", "SIZE", "STARTED", "FINDINGS")
+    head = ("RUN", "STATE", "STEPS", "SIZE", "STARTED", "FINDINGS")
     lines = [head]
     for r in rows:
-        try:
-            name = os.path.relpath(r["path"], base)
-        except ValueError:
-            name = r["path"]
-        step = "-" if r["last_step"] is None or r["last_step"] < 0 else str(r["last_step"])
-        lines.append((name, r["state"], step, human_size(r["size_bytes"]), _local(r["started"]),
+        steps = "-" if not r.get("steps") else str(r["steps"])
+        lines.append((_name(r["path"], base), printable(str(r["state"])), steps,
+                      human_size(r["size_bytes"]), _local(r["started"]),
                       _findings_text(r["findings"], r.get("folded"))))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(c.rjust(w) if i in (2, 3) else c.ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths))).rstrip() for line in lines]
-    notes = [f"  {os.path.relpath(r['path'], base)}: {r['note']}" for r in rows if r["note"]
+    notes = [f"  {_name(r['path'], base)}: {printable(r['note'])}" for r in rows if r["note"]
              and r["note"] != "not asked (--no-findings)"]
     return "\n".join(out + (["", "notes:", *notes] if notes else []))
+
+
+def _name(path: str, base: Path) -> str:
+    """``path`` relative to ``base`` where it can be, printable."""
+    try:
+        return printable(os.path.relpath(path, base))
+    except ValueError:  # another drive (Windows)
+        return printable(path)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from .claim import is_run_file
+from .guard import UnsafeRun
 from .run import Run
+from .schema import NOT_A_RUN, is_run_file, run_file_problem
 
 
 def _resolve(path: object) -> Path:
@@ -24,11 +25,12 @@ def _resolve(path: object) -> Path:
     if not p.exists():
         raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
                             "vd.watch(model, store=...)")
-    if not is_run_file(p):
-        raise VizdebugError(f"{str(p)!r} is not a vizdebug run file (an SQLite file written "
-                            "by vd.watch(model, store=...))")
+    problem = run_file_problem(p)
+    if problem == NOT_A_RUN:
+        raise VizdebugError(f"{str(p)!r} is {NOT_A_RUN}")
+    if problem is not None:  # a file holding a view, a trigger...: the guard's words
+        raise UnsafeRun(problem)
     return p
-
 
 
 def open_run(path: str | os.PathLike) -> Run:

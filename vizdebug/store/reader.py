@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, Series
+from .guard import explain
 from .schema import DamagedRun, from_npy
 
 MAX_POINTS = 20_000  # points per metric for the rules and the dashboard (as a live session)
@@ -97,7 +98,9 @@ class RunReader:
                     part()
                 except DamagedRun as exc:
                     self.damage.setdefault(exc.table, str(exc))
-                except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                except sqlite3.Error as exc:  # (the read budget's stop is named as such)
+                    self.damage.setdefault(table, f"table {table!r}: {explain(conn, exc)}")
+                except (ValueError, TypeError, OverflowError) as exc:
                     self.damage.setdefault(table, f"table {table!r}: {exc}")
         finally:
             conn.execute("COMMIT")

@@ -34,6 +34,7 @@ from ..findings import Finding, Findings
 from ..records import LoaderRecord, TrainingRecords
 from .claim import LockProbe
 from .embeddings import StoredEmbeddings
+from .guard import explain, open_read
 from .reader import RunReader, loader_record
 from .sanitize import (
     MAX_WORLD,
@@ -52,7 +53,6 @@ from .schema import (
     from_npy,
     is_run_file,
     rank_path,
-    ro_uri,
 )
 
 if TYPE_CHECKING:
@@ -110,15 +110,14 @@ class Run(Viewable, StoredEmbeddings):
     def _reading(self, table: str) -> Iterator[sqlite3.Connection]:
         """A read-only connection; SQLite errors become clear vizdebug errors that name
         the file and ``table``."""
-        try:
-            conn = sqlite3.connect(ro_uri(self.path), uri=True, timeout=2.0)
-            conn.execute("PRAGMA query_only=1")
+        try:  # read-only, bounded, and never a view or computed column (store/guard.py)
+            conn = open_read(self.path)
         except sqlite3.Error as exc:
             raise VizdebugError(f"cannot read the run file {str(self.path)!r}: {exc}") from None
         try:
             yield conn
         except sqlite3.DatabaseError as exc:
-            raise self._damaged(table, exc) from None
+            raise self._damaged(table, explain(conn, exc)) from None
         except DamagedRun as exc:
             raise self._damaged(exc.table, str(exc).split(": ", 1)[-1]) from None
         finally:

@@ -12,53 +12,90 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..errors import short_repr
 from ..findings import CODES
 from ..records import AnomalyEvent, LoaderRecord, ProgramFacts
 from ..records.loader import is_int as _is_int
 from ..records.loader import is_number as _is_number
+from .reader import MAX_WIDTH
 from .schema import DamagedRun
 
 MAX_WORLD = 4096   # ranks of a multi-process job looked for beside rank 0's file
+MAX_COUNT = 2 ** 62  # a stored count or step setting (an int64 holds it)
 
 
 def _strings(meta: dict[str, Any], key: str, problems: list[str]) -> list[str]:
+    """A list of names, at most :data:`MAX_WIDTH` of them (as many columns as a read
+    keeps: the rules point at column ``i`` by name ``i``)."""
     value = meta.get(key, [])
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    problems.append(f"{key} is not a list of names")
-    return []
+    if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        problems.append(f"{key} is not a list of names")
+        return []
+    if len(value) > MAX_WIDTH:
+        problems.append(f"{key} holds {len(value)} names, more than the {MAX_WIDTH} read")
+        return value[:MAX_WIDTH]
+    return value
 
 
-def clean_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``meta`` with every setting the reader uses of the right type (a wrong one is
-    replaced by its default and named)."""
-    problems: list[str] = []
-    out = dict(meta)
+def _finite(value: Any) -> bool:
+    """A real number that a float holds, finite (``10**400`` is not: it overflows)."""
+    if not _is_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _count(value: Any, low: int) -> bool:
+    """An int in ``[low, MAX_COUNT]``."""
+    return _is_int(value) and low <= value <= MAX_COUNT
+
+
+def _names(meta: dict[str, Any], out: dict[str, Any], problems: list[str]) -> None:
+    """The module and parameter names and the parameters' sizes."""
     for key in ("module_paths", "module_classes", "param_paths"):
         out[key] = _strings(meta, key, problems)
     numel = meta.get("param_numel", [])
-    if not (isinstance(numel, list) and all(_is_int(n) and n >= 0 for n in numel)):
+    if not (isinstance(numel, list) and all(_count(n, 0) for n in numel)):
         problems.append("param_numel is not a list of counts")
         numel = []
-    out["param_numel"] = numel
+    out["param_numel"] = numel[:MAX_WIDTH]
     if len(out["module_classes"]) != len(out["module_paths"]):
         out["module_classes"] = (out["module_classes"] + ["?"] * len(out["module_paths"])
                                  )[:len(out["module_paths"])]
-    defaults = {"every": 1, "rank": 0, "world_size": 1}
-    for key, default in defaults.items():
-        value = meta.get(key, default)
-        ok = (_is_int(value) and value >= (key != "rank")) or (key == "every" and value == "auto")
-        if not ok or (key == "world_size" and not 1 <= value <= MAX_WORLD):
-            problems.append(f"{key}={value!r}")
-            value = default
+
+
+def _settings(meta: dict[str, Any], out: dict[str, Any], problems: list[str]) -> None:
+    """The sampling setting, the process's place in its job, and its times."""
+    limits = {"every": (1, MAX_COUNT), "rank": (0, MAX_WORLD - 1), "world_size": (1, MAX_WORLD)}
+    for key, (low, high) in limits.items():
+        value = meta.get(key, low)
+        ok = (_is_int(value) and low <= value <= high) or (key == "every" and value == "auto")
+        if not ok:
+            problems.append(f"{key}={short_repr(value)}")
+            value = low
         out[key] = value
     for key in ("interval", "heartbeat", "created"):
         value = meta.get(key)
-        if value is not None and not (_is_number(value) and math.isfinite(value)):
-            problems.append(f"{key}={value!r}")
+        if value is not None and not _finite(value):
+            problems.append(f"{key}={short_repr(value)}")
             out[key] = None
     if out.get("interval") is not None and out["interval"] <= 0:
         out["interval"] = None
+
+
+def clean_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``meta`` with every setting the reader uses of the right type and within range (a
+    wrong one is replaced by its default and named).
+
+    >>> clean_meta({"created": 10**400})[1]
+    ['created=an int of 1329 bits']
+    """
+    problems: list[str] = []
+    out = dict(meta)
+    _names(meta, out, problems)
+    _settings(meta, out, problems)
     return out, problems
 
 

@@ -40,7 +40,6 @@ import math
 import os
 import sqlite3
 import stat
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +47,14 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from ..errors import VizdebugError
+from .guard import UnsafeRun, open_read
+from .guard import ro_uri as ro_uri  # where it was first defined: callers import it here
 
 FORMAT = "vizdebug-run"
 FORMAT_VERSION = 2  # 2: tracked embeddings (two tables; version 1 files still open)
 MAX_NPY_HEADER = 10_000  # bytes of a .npy header (numpy's own default limit)
 MAX_NPY_DIMS = 8
+NOT_A_RUN = "not a vizdebug run file (an SQLite file written by vd.watch(model, store=...))"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -97,17 +99,6 @@ def rank_path(path: Path, rank: int) -> Path:
     return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
-def ro_uri(path: Path) -> str:
-    """The SQLite URI that opens ``path`` read-only; ``#``, ``?`` and ``%`` in a folder
-    name are escaped (unescaped, SQLite reads them as the URI's query or fragment and
-    opens, or creates, another file).
-
-    >>> ro_uri(Path("/runs/a#1/r?.sqlite"))
-    'file:/runs/a%231/r%3F.sqlite?mode=ro'
-    """
-    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
-
-
 def _regular(path: Path) -> bool:
     try:  # never open a FIFO or a device to look at it (the open itself may hang)
         st = os.stat(path)
@@ -121,29 +112,42 @@ def read_meta_quietly(path: Path) -> dict[str, Any]:
     if not _regular(path):
         return {}
     try:
-        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=2.0)
+        conn = open_read(path)
         try:
             rows = conn.execute("SELECT key, value FROM meta LIMIT 1000").fetchall()
         finally:
             conn.close()
         return {str(k): json.loads(v) for k, v in rows if isinstance(v, (str, bytes))}
-    except (sqlite3.Error, ValueError, RecursionError):
+    except (sqlite3.Error, ValueError, RecursionError):  # UnsafeRun is a ValueError
         return {}
 
 
-def is_run_file(path: Path) -> bool:
-    """True when ``path`` is an SQLite file holding a vizdebug run."""
+def run_file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a vizdebug run, or None when it can: not a regular
+    file, not SQLite, no vizdebug ``meta``, or (an :class:`UnsafeRun` message) a file that
+    holds what no run holds."""
     if not _regular(path):
-        return False
+        return NOT_A_RUN
     try:
-        conn = sqlite3.connect(ro_uri(path), uri=True, timeout=5.0)
+        conn = open_read(path, timeout=5.0)
         try:
-            row = conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key='format' AND "
+                               "length(value) < 100").fetchone()
         finally:
             conn.close()
-        return row is not None and isinstance(row[0], str) and json.loads(row[0]) == FORMAT
+        if row is not None and isinstance(row[0], str) and json.loads(row[0]) == FORMAT:
+            return None
+    except UnsafeRun as exc:  # another program's database with a view is just not a run
+        return str(exc) if exc.run_like else NOT_A_RUN
     except (sqlite3.Error, ValueError, RecursionError):
-        return False
+        pass
+    return NOT_A_RUN
+
+
+def is_run_file(path: Path) -> bool:
+    """True when ``path`` is an SQLite file holding a vizdebug run (and nothing a run
+    never holds: see :mod:`~vizdebug.store.guard`)."""
+    return run_file_problem(path) is None
 
 
 # -- values ---------------------------------------------------------------------------------

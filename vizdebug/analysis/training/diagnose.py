@@ -263,7 +263,9 @@ def rule_dead_units(rec: TrainingRecords) -> list[Finding]:
     every = rec.act("dead")
     dead = every[rec.activations.shape[0] // 2:]
     out = []
-    for m, cls in enumerate(rec.module_classes):
+    # (names beyond the sampled columns, as a damaged or crafted run file may hold, have
+    # no statistics to speak of)
+    for m, cls in enumerate(rec.module_classes[:dead.shape[1]]):
         col = dead[:, m][np.isfinite(dead[:, m])]
         if cls not in ACTIVATION_CLASSES or col.size < 2:
             continue
