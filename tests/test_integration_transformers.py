@@ -14,18 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import (
-    BertConfig,
-    BertForSequenceClassification,
-    GPT2Config,
-    GPT2LMHeadModel,
-    Trainer,
-    TrainerCallback,
-    TrainingArguments,
-)
 
 import vizdebug as vd
-from vizdebug.integrations.transformers import VizdebugCallback
+
+# a plain ".[test]" install has neither: skip this module there, do not abort collection
+_EXTRA = 'needs the extra: pip install -e ".[transformers]"'
+pytest.importorskip("accelerate", reason=_EXTRA)  # the Trainer needs it
+hf = pytest.importorskip("transformers", reason=_EXTRA)
+BertConfig, BertForSequenceClassification = hf.BertConfig, hf.BertForSequenceClassification
+GPT2Config, GPT2LMHeadModel = hf.GPT2Config, hf.GPT2LMHeadModel
+Trainer, TrainerCallback, TrainingArguments = hf.Trainer, hf.TrainerCallback, hf.TrainingArguments
+VizdebugCallback = pytest.importorskip("vizdebug.integrations.transformers").VizdebugCallback
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning",
                                         "ignore::UserWarning")

@@ -1,7 +1,9 @@
 """vizdebug: visual debugging for models trained in notebooks.
 
 The public face only re-exports; heavy imports (torch, plotly, umap) happen inside the
-functions that need them.
+functions that need them. The data and drift side runs on numpy alone; the training side
+(``watch``, ``show_top_losses``, the demo) needs torch, the ``vizdebug[torch]`` extra, and
+says so with the ``pip install`` line when torch is missing.
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ Detected in one place, overridable with ``VIZDEBUG_RENDERER`` (``widget``, ``htm
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+
+from .errors import VizdebugError
 
 RENDERERS = ("widget", "html", "text")
 _override: str | None = None
@@ -49,6 +52,42 @@ def is_tensor(obj: object) -> bool:
     """True for a torch tensor, without importing torch."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
+
+
+TORCH_EXTRA = 'pip install "vizdebug[torch]"'
+
+
+class MissingDependencyError(VizdebugError, ImportError):
+    """A feature needs a package that is not installed; the message names the ``pip`` line.
+
+    Both a :class:`~vizdebug.errors.VizdebugError` and an ``ImportError``, so either
+    ``except`` catches it.
+    """
+
+
+def require_torch(feature: str) -> None:
+    """Raise :class:`MissingDependencyError` naming ``feature`` when torch is not installed.
+
+    The data and drift side runs without torch; the training side is the ``torch`` extra.
+    torch is looked for, not imported (importing it costs a second or more).
+
+    >>> require_torch("watch()")  # torch is installed where the doctests run
+    """
+    if sys.modules.get("torch") is not None:
+        return
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a None entry in sys.modules blocks the import
+        found = False
+    if found:
+        return
+    raise MissingDependencyError(
+        f"{feature} needs PyTorch, which is not installed: the training side of vizdebug is "
+        f"an extra. Install it with `{TORCH_EXTRA}` (on a machine without a GPU, install "
+        "the small CPU build first: `pip install torch --index-url "
+        "https://download.pytorch.org/whl/cpu`). compare_distributions, check_split, "
+        "check_batch, show_batch and show_embeddings work on numpy arrays without it."
+    )
 
 
 def distributed_rank() -> tuple[int, int]:

@@ -156,6 +156,9 @@ def run_demo(out: str | Path = "vizdebug-demo-report.html", *, epochs: int = 5,
     """Run the whole demo and write the report; returns its path."""
     import vizdebug as vd
 
+    from ._env import require_torch
+
+    require_torch("The demo (python -m vizdebug demo)")
     t0 = time.perf_counter()
     train_loader, val_loader = make_loaders()
     parts: list[Any] = []

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from ..artifacts import artifacts_dir
+
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "artifacts" / "screenshots"
+ARTIFACTS = artifacts_dir("screenshots")
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import base64
 import json
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 
+from ..artifacts import artifacts_dir
 from .lab import POINTS_JS
 
 # The last step the 'loss' curve reaches on the page (-1: no curve yet): the points
@@ -80,7 +80,7 @@ window.__longtasks = [];
 new PerformanceObserver((list) => list.getEntries().forEach(
   (e) => window.__longtasks.push([e.startTime, e.duration]))).observe({type: "longtask"});
 """
-BUDGETS = Path(__file__).resolve().parents[2] / "artifacts" / "dashboard_budgets.json"
+BUDGETS = artifacts_dir("dashboard_budgets.json")
 
 
 def _trace(page, seconds: float) -> tuple[list[dict], list[float], list[float]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._env import require_torch
 from ..analysis.datasets.top_losses import MAX_SAMPLES, TopLosses, top_losses
 from ..data.batch import Batch
 from ..data.sources import SlicedSource
@@ -86,6 +87,7 @@ def show_top_losses(model: Any, loader: Any, loss_fn: Any, k: int = 16, *, class
     >>> len(view.result.indices), view.pages[0].n_items, "prediction" in view.pages[0].html
     (5, 5, True)
     """
+    require_torch("show_top_losses()")
     classes = check_classes(classes)
     res = top_losses(model, loader, loss_fn, k, max_samples=max_samples)
     x = res.inputs.numpy() if hasattr(res.inputs, "numpy") else np.asarray(res.inputs)

@@ -8,6 +8,7 @@ import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from ..._env import require_torch
 from ...errors import VizdebugTypeError, describe
 from ..checks.anomaly import AnomalyPolicy, check_on_anomaly
 from ..hooks.sampling import check_every
@@ -21,6 +22,7 @@ _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _check_model(model: object) -> None:
+    require_torch("watch()")
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(model, torch.nn.Module):
         raise VizdebugTypeError(
