@@ -72,6 +72,8 @@ CODES: dict[str, str] = {
     "train-eval-mode": "training",
     "lr-schedule-collapse": "training",
     "collector-error": "training",
+    "compiled-model": "training",  # info: no activation statistics inside compiled code
+    "store-dropped": "training",  # logged points the run file does not hold (and why)
     "run-interrupted": "training",
     "axis-order": "training",  # a module reads the batch (or another axis) on the wrong axis
     "graph-cut": "training",  # optimised parameters cut off from the loss (.detach, no_grad)
@@ -209,6 +211,15 @@ class Findings(list):
                 raise TypeError(f"Findings holds Finding objects, got {type(item).__name__}")
         order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
         super().__init__(sorted(items, key=lambda f: order[f.severity]))
+
+    def __call__(self) -> Findings:
+        """The findings themselves: ``view.findings()`` works as ``session.findings()``
+        does (a view's ``findings`` is an attribute, a session's a method).
+
+        >>> fs = Findings(); fs() is fs
+        True
+        """
+        return self
 
     @property
     def codes(self) -> list[str]:

@@ -113,6 +113,8 @@ class ProgramFacts:
     frozen_norms_training: list[str] = field(default_factory=list)  # frozen norms in train()
     frozen_norms_eval: list[str] = field(default_factory=list)      # frozen norms in eval()
     lazy: list[str] = field(default_factory=list)         # modules built lazily
+    # where compiled code (torch.compile, TorchScript) starts: no forward hook runs there
+    compiled: list[str] = field(default_factory=list)
     input_requires_grad: bool = False    # the model's input required grad (a penalty term)
     axes: list[AxisFacts] = field(default_factory=list)   # see :class:`AxisFacts`
     drop_last: bool | None = None        # the watched loader's drop_last (None: unknown)
@@ -148,6 +150,7 @@ class ProgramFacts:
             batch_sizes=[int(b) for b in d.get("batch_sizes", [])[:MAX_FACT_PATHS]],
             frozen=paths("frozen"), frozen_norms_training=paths("frozen_norms_training"),
             frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
+            compiled=paths("compiled"),
             input_requires_grad=bool(d.get("input_requires_grad", False)),
             axes=[AxisFacts.from_json(a) for a in d.get("axes", [])[:MAX_AXIS_FACTS]],
             drop_last=None if d.get("drop_last") is None else bool(d["drop_last"]),
@@ -162,7 +165,8 @@ class ProgramFacts:
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
-                "frozen_norms_training", "frozen_norms_eval", "lazy", "input_requires_grad",
+                "frozen_norms_training", "frozen_norms_eval", "lazy", "compiled",
+                "input_requires_grad",
                 "drop_last", "dataset_len")
 
 

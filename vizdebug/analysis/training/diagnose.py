@@ -18,6 +18,7 @@ from ...findings import fmt_number as _f
 from ...records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
 from ..grouping import Layers, group_findings
 from .axes import rule_axis_order
+from .compiled import rule_compiled
 from .curves import (
     loss_instability,
     rule_input_bound,
@@ -299,9 +300,26 @@ def rule_input_nonfinite(rec: TrainingRecords) -> list[Finding]:
     )]
 
 
+STORE_DROPPED = "StoreDropped: "  # how the run store reports points it dropped
+
+
+def store_dropped(message: str) -> Finding:
+    """``store-dropped``: logged points the run file does not hold (``message`` says how
+    many and why); a live session's own curves still hold them."""
+    return Finding(
+        "store-dropped", "warning", f"the run file does not hold every logged point: {message}",
+        where="the run store",
+        hint="Logging outpaced the file's writer: log fewer points (every n-th step, fewer "
+             "metrics per call). Or the file could not be written: free disk space, or end "
+             "the process that holds it locked. The live session's curves are complete.")
+
+
 def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
-    """Exceptions inside collectors, reported instead of reaching the training loop."""
-    return [Finding("collector-error", "warning",
+    """Exceptions inside collectors, reported instead of reaching the training loop (the
+    run store's report of dropped points is its own finding)."""
+    return [store_dropped(f"{message[len(STORE_DROPPED):]} ({count}x)")
+            if message.startswith(STORE_DROPPED) else
+            Finding("collector-error", "warning",
                     f"{where} raised {message} ({count}x); vizdebug skipped it, training was "
                     "not affected", where=where,
                     hint="A vizdebug bug or an unusual module output; please report it.")
@@ -317,6 +335,7 @@ RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
     rule_frozen_batchnorm_training,
     rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
     rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,
+    rule_compiled,  # info: what a compiled model's run does not hold
 )
 
 

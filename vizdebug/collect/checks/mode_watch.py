@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ..hooks.compiled import graph_safe
 from .anomaly import AnomalyEvent
 from .losses import _stack_depth
 
@@ -70,6 +71,9 @@ class ModeWatch:
         self.record = policy.record
         self.tap = tap
         self.clock = hooks.clock
+        # a compiled model: no hook where it would run compiled, and no dropout probe (a
+        # torch function mode is part of what dynamo's compiled code is valid for)
+        self.hookable, self.compiled = hooks._root_hookable, bool(hooks.compiled)
         self.before_probe: Callable[[], None] = hooks.losses.disarm
         self._on_error = weakref.WeakMethod(on_error)  # type: ignore[arg-type]
         tap.mode_watch = self
@@ -92,14 +96,14 @@ class ModeWatch:
         """The training loader ended an epoch: watch forward passes until training resumes."""
         try:
             model = self.model_ref()
-            if model is None or self.handles:
+            if model is None or self.handles or not self.hookable:
                 return
             self.armed_at, self.probes = self.tap.batches, 0
             # the probe's mode is left before any other post-hook runs (the loss check
             # pushes its own mode there)
-            self.handles = [model.register_forward_pre_hook(self._pre_hook),
-                            model.register_forward_hook(self._post_hook, always_call=True,
-                                                        prepend=True)]
+            self.handles = [model.register_forward_pre_hook(graph_safe(self._pre_hook)),
+                            model.register_forward_hook(graph_safe(self._post_hook),
+                                                        always_call=True, prepend=True)]
         except Exception as exc:
             self.on_error("the train/eval mode check", exc)
 
@@ -125,7 +129,7 @@ class ModeWatch:
             elif module.training:
                 if self.suspect is None and self.tap.batches == self.armed_at:
                     self.suspect = _train_mode_layers(module)
-            elif (self.probes < PROBES and self.probed < MAX_PROBES
+            elif (self.probes < PROBES and self.probed < MAX_PROBES and not self.compiled
                   and "dropout" not in self.reported and not _has_fast_path(module)):
                 self.probes += 1
                 self.probed += 1

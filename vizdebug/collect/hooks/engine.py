@@ -24,6 +24,7 @@ from ..checks.crash import CrashNamer
 from ..checks.losses import LossWatch
 from ..checks.optimizer import OptimizerChecks
 from .clock import StepClock
+from .compiled import graph_safe, hook_sites
 from .fused import StepPreHook, at_end_of_backward
 from .gradients import GradientCollector, StepGrads
 from .outputs import OutputCollector
@@ -67,15 +68,15 @@ class ModelHooks:
         self.module_classes = [class_name(m) for _, m in named]  # (a lazy one's future class)
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.param_paths = [n for n, _ in params]
-        leaf_ids = {id(m) for _, m in named}
-        self._leaves = [weakref.ref(m) for _, m in named]
-        self._containers = [(n, weakref.ref(m)) for n, m in model.named_modules()
-                            if id(m) not in leaf_ids]
+        # none inside compiled code (torch.compile, TorchScript); gradients are still read
+        sites = hook_sites(model, [m for _, m in named])
+        self._leaves, self._containers = sites.leaves, sites.containers
+        self._root_hookable, self.compiled = sites.root, sites.compiled
         self.outputs = OutputCollector(self.module_classes, [m for _, m in named])
         self.gradients = GradientCollector([p for _, p in params])
         self.param_hooks = ParamHooks([p for _, p in params])  # (lazy ones: after forward)
         self.pending = PendingSteps(self.module_paths, self.module_classes, len(params),
-                                    policy, capacity)
+                                    policy, capacity, self.on_error)
         self.activations, self.grads = self.pending.activations, self.pending.grads
         paths = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
         self.crash = CrashNamer(paths, policy, step=lambda: self.step)
@@ -122,8 +123,11 @@ class ModelHooks:
 
     # -- registration -------------------------------------------------------------------
     def _root_hooks(self, model: torch.nn.Module) -> list[Any]:
-        return [model.register_forward_pre_hook(self._root_pre_hook),
-                model.register_forward_hook(self._root_post_hook, always_call=True)]
+        if not self._root_hookable:
+            return []  # steps are counted by the optimizer (or begin_step())
+        return [model.register_forward_pre_hook(graph_safe(self._root_pre_hook)),
+                model.register_forward_hook(graph_safe(self._root_post_hook),
+                                            always_call=True)]
 
     def _attach(self) -> None:
         add = self.step_handles.append
@@ -138,12 +142,12 @@ class ModelHooks:
             module = ref()
             if module is not None:
                 if before:
-                    add(module.register_forward_pre_hook(self._make_pre_hook(idx)))
-                add(module.register_forward_hook(self._make_forward_hook(idx)))
+                    add(module.register_forward_pre_hook(graph_safe(self._make_pre_hook(idx))))
+                add(module.register_forward_hook(graph_safe(self._make_forward_hook(idx))))
         for path, ref in self._containers:
             module = ref()
             if module is not None:
-                add(module.register_forward_hook(self._make_container_hook(path)))
+                add(module.register_forward_hook(graph_safe(self._make_container_hook(path))))
         self.param_hooks.attach(self._make_grad_hook, add)
 
     def _detach(self) -> None:
@@ -289,7 +293,8 @@ class ModelHooks:
         def pre_hook(module: torch.nn.Module, args: tuple) -> None:
             for arg in args:
                 if arg is None:
-                    self.crash.inputs_none(path, cls, args, sys._getframe(1), module)
+                    # (frame 1 is graph_safe's wrapper; 2 is the module call)
+                    self.crash.inputs_none(path, cls, args, sys._getframe(2), module)
                     break
         return pre_hook
 
@@ -331,9 +336,9 @@ class ModelHooks:
 
     def _make_grad_hook(self, idx: int) -> Callable:
         path = self.param_paths[idx]
-        return self.gradients.make_hook(
+        return graph_safe(self.gradients.make_hook(  # (compiled autograd traces them)
             idx, self._first_gradient,
-            lambda exc: self.on_error(f"the gradient collector on {path!r}", exc))
+            lambda exc: self.on_error(f"the gradient collector on {path!r}", exc)))
 
     def _first_gradient(self, idx: int, grads: StepGrads) -> None:
         """The first gradient of a sampled step's backward pass: read them all at its end."""

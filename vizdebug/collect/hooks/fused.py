@@ -87,7 +87,26 @@ def norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     try:
         return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
     except (AttributeError, RuntimeError, TypeError):
-        return [torch.linalg.vector_norm(t, dtype=torch.float32) for t in tensors]
+        return [torch.linalg.vector_norm(_values(t), dtype=torch.float32) for t in tensors]
+
+
+def _values(t: torch.Tensor) -> torch.Tensor:
+    """The values whose norm is ``t``'s: a sparse tensor's stored values (coalesced
+    first: an ``nn.Embedding(sparse=True)`` gradient repeats the index of a token seen
+    twice in the batch), a dense tensor itself.
+
+    >>> import torch
+    >>> g = torch.sparse_coo_tensor([[0, 0, 2]], [3.0, 1.0, 3.0], (4,))
+    >>> float(torch.linalg.vector_norm(_values(g)))  # (3 + 1, 3): 5
+    5.0
+    """
+    import torch
+
+    if t.layout == torch.strided:
+        return t
+    if t.layout == torch.sparse_coo:
+        return t.coalesce().values()
+    return t.values()  # (compressed layouts store each index once)
 
 
 def copies(tensors: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -101,23 +101,16 @@ class GradientCollector:
     def end_of_backward(self, pending: StepGrads) -> None:
         """Gradient norms, weight norms and a copy of the weights of what is ready."""
         ready, pending.ready, pending.queued = pending.ready, [], False
-        ready = [(i, p, g) for i, p in ready if (g := p.grad) is not None]  # (read once)
+        # (read once; a meta gradient has no values to read)
+        ready = [(i, p, g) for i, p in ready if (g := p.grad) is not None and not g.is_meta]
         if not ready:
             return
         idx = [i for i, _, _ in ready]
-        pending.idx += idx
         grads = [g for _, _, g in ready]
         flat = self._flat_of(idx, [p for _, p, _ in ready])
-        if flat is not None and flat.norms(pending, grads):
-            return
-        import torch
-
-        with torch.no_grad():
-            params = [p.detach() for _, p, _ in ready]
-            both = norms([g.detach() for g in grads] + params)  # one fused call for both
-            pending.grad_norm += both[:len(ready)]
-            pending.weight_norm += both[len(ready):]
-            pending.before += copies(params)
+        if flat is None or not flat.norms(pending, grads):
+            _torch_norms(pending, grads, [p for _, p, _ in ready])
+        pending.idx += idx  # (last: a failure above leaves the lists in step)
 
     def seal(self) -> SealedGrads | None:
         """The step in progress, after its optimizer step: its norms and updates, as numpy
@@ -258,6 +251,21 @@ def grad_rows(sealed: list[SealedGrads]) -> list[np.ndarray]:
         parts = iter(np.split(flat, np.cumsum([len(n) for n in lists])[:-1]))
     return [(next(parts).reshape(len(GRAD_FIELDS), -1) if norms_ is not None else values).T
             for _, norms_, values in sealed]
+
+
+def _torch_norms(pending: StepGrads, grads: list[torch.Tensor],
+                 params: list[torch.Tensor]) -> None:
+    """Gradient and weight norms and weight copies in torch (devices, half precision,
+    sparse gradients), kept as tensors until the step is read."""
+    import torch
+
+    with torch.no_grad():
+        params = [p.detach() for p in params]
+        both = norms([g.detach() for g in grads] + params)  # one fused call for both
+        before = copies(params)
+    pending.grad_norm += both[:len(params)]
+    pending.weight_norm += both[len(params):]
+    pending.before += before
 
 
 def _tensor_norms(pending: StepGrads, now: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -80,6 +80,8 @@ class OutputCollector:
                inputs: tuple = ()) -> None:
         """Module ``idx`` produced ``tensor`` from ``inputs`` (called from its forward hook
         on ``module``)."""
+        if tensor.is_meta:
+            return  # (a meta tensor has a shape but no values to sample)
         order, self._calls = self._calls, self._calls + 1
         eager = idx in self.eager or not self.learned
         if eager and self._samples is not None:

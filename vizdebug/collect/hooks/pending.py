@@ -11,6 +11,7 @@ and reads every device norm in one transfer.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,8 @@ class PendingSteps:
     """
 
     def __init__(self, module_paths: list[str], module_classes: list[str], n_params: int,
-                 policy: AnomalyPolicy, capacity: int = 1000) -> None:
+                 policy: AnomalyPolicy, capacity: int = 1000,
+                 on_error: Callable[[str, BaseException], None] | None = None) -> None:
         self.module_paths = module_paths
         self.module_classes = module_classes
         self.n_params = n_params
@@ -51,6 +53,9 @@ class PendingSteps:
         self.grads = SampleBuffer(capacity)
         self._sealed: list[tuple[int, StepSamples | None, SealedGrads | None]] = []
         self.lock = threading.RLock()
+        # a read that fails is reported here (the session's collector errors), never raised
+        # to whoever asked for the records
+        self.on_error = on_error or (lambda where, exc: None)
 
     def add(self, step: int, act: StepSamples | None, grad: SealedGrads | None,
             now: int | None = None) -> None:
@@ -71,11 +76,14 @@ class PendingSteps:
 
     def _read(self, sealed: list[tuple[int, Any, Any]]) -> None:
         acts = [(step, act) for step, act, _ in sealed if act is not None]
-        if acts:
-            self._read_activations(acts)
         grads = [(step, grad) for step, _, grad in sealed if grad is not None]
-        if grads:
-            self._read_grads(grads)
+        for where, read, items in (("the activation collector", self._read_activations, acts),
+                                   ("the gradient collector", self._read_grads, grads)):
+            try:
+                if items:
+                    read(items)
+            except Exception as exc:  # those steps' rows stay empty
+                self.on_error(where, exc)
 
     def _read_activations(self, acts: list[tuple[int, StepSamples]]) -> None:
         classes = self.module_classes

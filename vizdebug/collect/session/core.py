@@ -62,8 +62,10 @@ class Session(Viewable, EmbeddingTracking):
 
     def __init__(self, model: torch.nn.Module, *, every: int | str, policy: AnomalyPolicy,
                  loader: Any = None, store: Any = None, system_interval: float = 1.0,
-                 store_interval: float | None = None) -> None:
+                 store_interval: float | None = None,
+                 config: dict[str, Any] | None = None) -> None:
         self.every = every
+        self.config: dict[str, Any] = dict(config or {})  # the run's settings (watch(config=))
         self.policy = policy
         self.rank = distributed_rank()[0]
         store_file = store_path(store, self.rank) if store is not None else None
@@ -77,6 +79,7 @@ class Session(Viewable, EmbeddingTracking):
         if loader is not None:  # first: a refused loader must leave the model untouched
             self.tap.attach(loader)
         self.hooks = ModelHooks(model, every=every, policy=policy, on_error=self._on_error)
+        self.tap.progress = _step_of(self.hooks.clock)  # (a loader two sessions watch)
         self.modes = ModeWatch(model, policy, self.tap, self.hooks, self._on_error)  # eval passes
         self.program = _program_tap(model, self.hooks, loader)  # the program's shape
         self.param_numel = self.hooks.param_hooks.numel  # (a lazy module's: after forward)
@@ -106,8 +109,9 @@ class Session(Viewable, EmbeddingTracking):
             self.store.start()
 
     # -- during training --------------------------------------------------------------------
-    def log(self, /, step: int | None = None, **metrics: Any) -> None:
-        """Record scalar metrics: numbers or one-element tensors (read later, in batches).
+    def log(self, /, step: int | None = None, *values: Any, **metrics: Any) -> None:
+        """Record scalar metrics, by name: numbers or one-element tensors (read later, in
+        batches). A value passed by position is refused with the named form that works.
 
         ``step`` counts itself: each call with a training metric is the next step; calls
         with only ``val_*``/``test_*``/``epoch``/``lr`` metrics belong to the last one.
@@ -117,7 +121,7 @@ class Session(Viewable, EmbeddingTracking):
         >>> session.log(loss=loss)                  # doctest: +SKIP
         >>> session.log(val_loss=0.3, val_acc=0.91)  # doctest: +SKIP
         """
-        self.log_store.log(step, **metrics)
+        self.log_store.log(step, *values, **metrics)
         if "epoch" in metrics and "_trackers" in self.__dict__:
             self._on_epoch_end()  # an epoch ended (tracked embeddings)
         if self._dashboards:
@@ -345,6 +349,11 @@ def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> Prog
         program.observe_loader(loader)
         hooks.losses.loader_batch = program.loader_batch_size  # (a seq-first input's batch)
     return program
+
+
+def _step_of(clock: Any) -> Any:
+    """A reader of ``clock``'s step (what moves when the watched model trains)."""
+    return lambda: clock.step
 
 
 def _progress(session: Session) -> tuple[int, int]:

@@ -53,6 +53,7 @@ def start_meta(session: Session) -> dict[str, Any]:
         "param_paths": list(hooks.param_paths),
         # for reproducing the run: the last vd.set_seed() of this process, the versions
         "seed": last_seed(), "environment": environment(),
+        "config": dict(session.config),  # what vd.compare_runs groups and tabulates by
     }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...records.program import MAX_AXIS_FACTS, MAX_FACT_PATHS, AxisFacts
+from ..hooks.compiled import graph_safe, unhookable_ids
 
 if TYPE_CHECKING:
     import torch
@@ -67,19 +68,24 @@ class AxisWatch:
                      nn.TransformerDecoder, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
         convs = (nn.Conv1d, nn.Conv2d, nn.Conv3d)  # (lazy ones subclass them)
         taken: list[str] = []  # sequence modules hooked: their own submodules are not
+        compiled = unhookable_ids(model)  # (their hooks would run in compiled code)
         for path, module in model.named_modules():
             name = path or type(model).__name__
+            if id(module) in compiled:
+                continue
             inside = any(path.startswith(t + ".") or not t for t in taken)
             if isinstance(module, sequences) and not inside and len(taken) < MAX_AXIS_FACTS:
                 taken.append(path)
-                hook = module.register_forward_pre_hook(self._sequence_hook(name),
+                hook = module.register_forward_pre_hook(graph_safe(self._sequence_hook(name)),
                                                         with_kwargs=True)
                 self._sequence[name] = [hook, 0]
             elif isinstance(module, convs) and len(self._handles) < MAX_FACT_PATHS:
-                self._handles.append(module.register_forward_pre_hook(self._conv_hook(name)))
-        if self._handles or self._sequence:  # the model's input, for the messages and convs
-            self._handles += [model.register_forward_pre_hook(self._root_pre),
-                              model.register_forward_hook(self._root_post, always_call=True)]
+                self._handles.append(
+                    module.register_forward_pre_hook(graph_safe(self._conv_hook(name))))
+        if (self._handles or self._sequence) and id(model) not in compiled:  # the model's input
+            self._handles += [model.register_forward_pre_hook(graph_safe(self._root_pre)),
+                              model.register_forward_hook(graph_safe(self._root_post),
+                                                          always_call=True)]
 
     def _record(self, facts: AxisFacts) -> None:
         if len(self.observed) < MAX_AXIS_FACTS and facts not in self.observed:

@@ -7,6 +7,11 @@ swaps it back, so the user's own ``for x, y in loader`` loop is tapped unchanged
 sessions watching one loader are both fed (each tap wraps the iterator); the loader gets
 its own class back when the last of them closes. Any other iterable can be tapped
 explicitly with ``session.tap_loader(iterable)``.
+
+Two live sessions on one loader each count only the passes their own model trained on:
+while more than one tap is on a loader, a pass's first batch is held until the next
+``next()``, and a tap whose session's step clock did not move meanwhile leaves that pass
+alone (a closed session's tap counts nothing). With one tap nothing is held.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 from ...data.batch import input_members, split_batch
 from ...errors import VizdebugTypeError, describe
 from ..hooks.samples import SampleBuffer
+from .passes import TappedIterator
 
 # A small float CPU batch is copied (the loop may change it in place) and summarised with
 # the next ones, this many at a time, in one set of numpy calls: with caches cold from the
@@ -181,6 +187,9 @@ class LoaderTap:
         self.pass_batches, self.pass_length = 0, None  # of the pass in progress (if known)
         self.on_pass_end: Callable[[], None] | None = None  # called after each (epochs)
         self.mode_watch: Any = None  # the Session's ModeWatch: armed at a pass's end
+        # what moves when the session's model trains (its step clock): with another tap
+        # on the loader, whose pass it is (None: every pass is this tap's)
+        self.progress: Callable[[], Any] | None = None
 
     # -- attaching to a DataLoader --------------------------------------------------------
     def attach(self, loader: Any) -> LoaderTap:
@@ -220,14 +229,15 @@ class LoaderTap:
         self._loader_ref = None
 
     # -- the tapped iterator ----------------------------------------------------------------
-    def wrap(self, iterator: Iterator) -> TappedIterator:
-        """An iterator that yields what ``iterator`` yields and records timing."""
+    def wrap(self, iterator: Iterator, shared: tuple[LoaderTap, ...] = ()) -> TappedIterator:
+        """An iterator that yields what ``iterator`` yields and records timing;
+        ``shared``: the live taps on the same loader (see the module docstring)."""
         try:
             self.pass_length = len(iterator)  # type: ignore[arg-type]
         except Exception:  # no length (an IterableDataset, a generator)
             self.pass_length = None
         self.pass_batches = 0
-        return TappedIterator(iterator, self)
+        return TappedIterator(iterator, self, shared)
 
     @property
     def pass_done(self) -> bool:
@@ -317,50 +327,13 @@ class LoaderTap:
         }
 
 
-class TappedIterator:
-    """Times ``next()`` (waiting for data) and the gap between batches (computing)."""
-
-    def __init__(self, inner: Iterator, tap: LoaderTap) -> None:
-        self._inner = inner
-        self._tap = tap
-        self._last: float | None = None
-
-    def __iter__(self) -> TappedIterator:
-        return self
-
-    def __next__(self) -> Any:
-        clock = self._tap.clock
-        start = clock()
-        try:
-            batch = next(self._inner)
-        except StopIteration:
-            # the last batch's compute ends here: without it a loop of one batch per epoch
-            # (full-batch training) looked as if it only ever waited for data
-            if self._last is not None and not (self._tap.closed or self._tap.paused):
-                self._tap.record_compute(start - self._last)
-                self._tap.pass_ended()
-            self._last = None
-            raise
-        end = clock()
-        computed = None if self._last is None else start - self._last
-        self._last = end
-        if not (self._tap.closed or self._tap.paused):
-            self._tap.record(batch, end - start, computed)
-        return batch
-
-    def __len__(self) -> int:
-        return len(self._inner)  # type: ignore[arg-type]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 def _tapped_iter(self: Any) -> Iterator:
     original = type(self)._vizdebug_original_class
     iterator = original.__iter__(self)
-    for tap in _TAPS.get(self, ()):
-        if not tap.closed:
-            iterator = tap.wrap(iterator)
+    live = [tap for tap in _TAPS.get(self, ()) if not tap.closed]
+    shared = tuple(tap for tap in live if tap.progress is not None)  # (whose pass: passes.py)
+    for tap in live:
+        iterator = tap.wrap(iterator, shared)
     return iterator
 
 

@@ -16,6 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ...records import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts
+from ..hooks.compiled import compiled_paths
 from .axes import AxisWatch
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class ProgramTap:
         self._index = {id(p): i for i, p in enumerate(trainable)}
         self.frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
         self.lazy = [n for n, m in model.named_modules() if _is_lazy(m)]
+        self.compiled = [p or type(model).__name__ for p in compiled_paths(model)]
         self._frozen_norms = [(n, weakref.ref(m)) for n, m in model.named_modules()
                               if _frozen_norm(m)][:MAX_FACT_PATHS]
         self._optimizers: dict[int, tuple[weakref.ref, OptimizerFacts]] = {}
@@ -116,7 +118,8 @@ class ProgramTap:
         self._ranges_offered += 1
         if self._ranges_offered > RANGE_FORWARDS and self._ranges_offered % RANGE_EVERY:
             return
-        if getattr(first, "is_floating_point", lambda: False)() and first.numel() > 0:
+        if getattr(first, "is_floating_point", lambda: False)() and first.numel() > 0 and (
+                not first.is_meta):  # (a meta tensor has no values)
             low, high = (float(v) for v in first.detach().aminmax())
             self.input_ranges.append([low, high])
 
@@ -159,6 +162,7 @@ class ProgramTap:
             frozen=self.frozen[:MAX_FACT_PATHS],
             frozen_norms_training=sorted(self.norms_training),
             frozen_norms_eval=sorted(self.norms_eval), lazy=self.lazy[:MAX_FACT_PATHS],
+            compiled=self.compiled[:MAX_FACT_PATHS],
             input_requires_grad=self.input_requires_grad, axes=self.axes.facts(),
             drop_last=self.drop_last, dataset_len=self.dataset_len,
             batch_norms=[list(b) for b in self.batch_norms],

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ...records import EVAL_PREFIXES, Series
+from ...store.names import storable_name
 
 _NUMBER_TYPES = (float, int, bool)
 EPOCH_NAMES = ("epoch", "lr")
@@ -93,11 +94,28 @@ def _check_tensor(name: str, value: Any) -> Any:
 def _check_numpy(name: str, value: Any) -> float:
     if value.size == 1 and value.dtype.kind in "biuf":
         with np.errstate(over="ignore"):
-            return float(value.reshape(-1)[0])  # a (1,) array too: np.array([1.0])
+            # a (1,) array too: np.array([1.0]); asarray: an np.matrix stays 2-d when reshaped
+            return float(np.asarray(value).reshape(-1)[0])
     raise VizdebugTypeError(
         f"log({name}=...) takes a number, a numpy scalar or a one-element tensor, got "
         f"{describe(value)}" + ("; reduce it first, e.g. arr.mean()" if value.size > 1 else "")
     )
+
+
+def _positional_error(step: object, values: tuple[Any, ...]) -> VizdebugTypeError:
+    """What ``log()`` says to a value passed by position: the named form that works
+    (``log(loss)``, ``log("loss", 1.0)``, ``log({"loss": 1.0})``)."""
+    if isinstance(step, str) and len(values) == 1:
+        named = (f"session.log({step}={short_repr(values[0])})" if step.isidentifier()
+                 else f"session.log(**{{{step!r}: {short_repr(values[0])}}})")
+        return VizdebugTypeError(f"log takes named values: {named}, not log({step!r}, value)")
+    if isinstance(step, dict) and not values:
+        return VizdebugTypeError("log takes named values: unpack the dict, "
+                                 f"session.log(**{short_repr(step)})")
+    got = ", ".join(f"{describe(v)}: {short_repr(v)}" for v in (step, *values))
+    return VizdebugTypeError(
+        "log takes named values, e.g. session.log(loss=loss); its one positional argument "
+        f"is the step, and step must be an int or None, got {got}")
 
 
 def _torch_tensor_type() -> type | None:
@@ -206,14 +224,17 @@ class ScalarLog:
         """The step the next training metric will get."""
         return self._step
 
-    def log(self, /, step: int | None = None, **metrics: Any) -> None:
+    def log(self, /, step: int | None = None, *values: Any, **metrics: Any) -> None:
         """Record metrics at ``step`` (by default: the next training step): numbers,
         numpy scalars or one-element tensors (a device tensor is read later, in batches).
+        Values are named (``log(loss=...)``); the one positional argument is the step.
 
         ``step`` counts itself: each call with a training metric is the next step; calls
         with only ``val_*``/``test_*``/``epoch``/``lr`` metrics belong to the last one.
         """
         before = self._step
+        if values:
+            raise _positional_error(step, values)
         if step is None:
             step = self._step
             kinds = self._is_train
@@ -278,9 +299,7 @@ class ScalarLog:
                 raise TypeError
             value = operator.index(step)  # int, numpy integer, integer 0-d tensor
         except TypeError:
-            raise VizdebugTypeError(
-                f"step must be an int or None, got {describe(step)}: {short_repr(step)}"
-            ) from None
+            raise _positional_error(step, ()) from None
         if not -MAX_STEP <= value <= MAX_STEP:
             raise VizdebugError(
                 f"step={short_repr(value)} is out of range: steps are 64-bit integers, "
@@ -326,8 +345,9 @@ class ScalarLog:
         return step[order], value[order], when[order]
 
     def all_series(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """Every metric's ``(step, value, time)``."""
-        return {name: self.series(name) for name in self.names()}
+        """Every metric's ``(step, value, time)``, by its name as stored (a lone surrogate
+        escaped: pyarrow and the browser take it, and it reads as the run file has it)."""
+        return {storable_name(name): self.series(name) for name in self.names()}
 
     def long_form(self) -> dict[str, np.ndarray]:
         """Every point as columns ``step``, ``name``, ``value``, ``time`` (metric by metric,
