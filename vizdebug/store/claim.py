@@ -38,6 +38,7 @@ LOCK_PATIENCE = 0.3    # seconds to wait out a reader probing the lock (microsec
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+SIDECAR = "-journal"  # the longest of SQLite's files beside a database (-wal, -shm)
 _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a folder",
           stat.S_IFLNK: "a symbolic link"}
@@ -60,14 +61,49 @@ def store_path(store: object, rank: int = 0) -> Path:
     if not text:
         raise VizdebugError("store is an empty path; pass e.g. store='runs/exp1.sqlite'")
     path = Path(text).expanduser()
-    if path.is_dir() or text.endswith(("/", os.sep)):
+    folder = text.endswith(("/", os.sep))
+    _check_lengths(path, [] if folder else [path.name])  # (before the first look at it)
+    if path.is_dir() or folder:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         name, n = f"run-{stamp}-{os.getpid()}", 1
         while (path / f"{name}.sqlite").exists():  # two runs in one second: never replace
             n += 1
             name = f"run-{stamp}-{os.getpid()}-{n}"
         path = path / f"{name}.sqlite"
-    return rank_path(path, rank)
+    path = rank_path(path, rank)
+    _check_lengths(path, [path.name])
+    return path
+
+
+def _name_max(path: Path) -> int:
+    """The longest name, in bytes, the file system under ``path`` takes (255 where it
+    cannot say)."""
+    for folder in [path, *path.parents]:
+        try:
+            return int(os.pathconf(folder, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return 255
+
+
+def _check_lengths(path: Path, files: list[str]) -> None:
+    """Refuse a name longer than the file system takes, naming the limit: each folder's,
+    and the file's with room for SQLite's ``-journal`` beside it (else the run file is
+    created, then fails to open)."""
+    limit = _name_max(path)
+    folders = path.parts[:-1] if files else path.parts
+    names = [(part, limit, f"the folder name {part[:24]!r}...", "") for part in folders]
+    names += [(name, limit - len(SIDECAR), "the file name",
+               f" (the file system's {limit}, less {len(SIDECAR)} for SQLite's {SIDECAR} "
+               "file beside it)") for name in files]
+    for part, room, what, why in names:
+        size = len(os.fsencode(part))
+        if size > room:
+            shown = repr(str(path)) if len(str(path)) <= 80 else repr(str(path)[:80]) + "..."
+            raise VizdebugError(
+                f"store={shown} is too long: {what} has {size} bytes, and at most {room} "
+                f"bytes fit here{why}. Pass a shorter name, or a folder (store='runs/') for "
+                "one new file with a short name per run")
 
 
 def _kind(mode: int) -> str:

@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._viewable import Viewable
-from ..analysis.training.diagnose import diagnose
+from ..analysis.training.diagnose import STORE_DROPPED, diagnose, store_dropped
 from ..errors import VizdebugError
 from ..findings import Finding, Findings
 from ..records import LoaderRecord, TrainingRecords
+from .backlog import dropped_message
 from .claim import LockProbe
 from .embeddings import StoredEmbeddings
 from .guard import explain, open_read
@@ -229,7 +230,9 @@ class Run(Viewable, StoredEmbeddings):
             events=self._part(clean_events, blobs.get("events")),
             loader=self._part(lambda b: clean_loader(loader_record(b, self._query(
                 "SELECT name, data FROM blobs WHERE name LIKE 'loader.%'"))), blobs) or LoaderRecord(),
-            errors=self._part(clean_errors, blobs.get("errors")), every=meta["every"],
+            errors=[e for e in self._part(clean_errors, blobs.get("errors"))  # (the file's
+                    if not e[1].startswith(STORE_DROPPED)],  # count says it: state_findings)
+            every=meta["every"],
             program=self._part(clean_program, blobs.get("program")) or None,
         )
 
@@ -258,8 +261,9 @@ class Run(Viewable, StoredEmbeddings):
         return diagnose(self.records()) + self.state_findings()
 
     def state_findings(self) -> list[Finding]:
-        """``run-interrupted`` when the writer stopped without closing, and a
-        ``collector-error`` for each damaged table of the file."""
+        """``run-interrupted`` when the writer stopped without closing, a
+        ``collector-error`` for each damaged table of the file, and ``store-dropped`` when
+        its writer dropped logged points."""
         out = [Finding(
             "collector-error", "warning",
             f"the run file {self.path.name} is damaged: {detail[:600]}; everything else in "
@@ -267,6 +271,8 @@ class Run(Viewable, StoredEmbeddings):
             hint="The file was changed after vizdebug wrote it (a copy cut short, a disk "
                  "error, an edit). Nothing in it is executed; keep the original if you can.",
         ) for table, detail in sorted(self.damage.items())]
+        dropped = dropped_message(self.meta)
+        out += [store_dropped(dropped)] if dropped else []
         if self.state != "interrupted":
             return out
         return [*out, Finding(

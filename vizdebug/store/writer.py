@@ -5,9 +5,16 @@ handed plain records: resolved scalar points through :meth:`RunWriter.sink` (a b
 queue, called as the scalar log resolves them), and a :class:`~vizdebug.records.RunDelta`
 (new sampled rows, system samples, changed snapshots, a captured batch, settings) from
 the ``take_delta`` callback its owner gives it. A daemon thread wakes every ``interval``
-seconds (0.5 s: a process killed outright loses at most about that much) and writes, in
-one transaction, what it was handed since the last write. Each write renews the
-heartbeat. The writer holds the run file's lock for its whole life (see
+seconds (0.5 s: a process killed outright loses at most about that much) and writes what
+it was handed since the last write: the delta and the first logged points in one
+transaction, more points in further transactions of at most
+:data:`~vizdebug.store.backlog.MAX_COMMIT` points each, for at most :data:`TICK_SHARE` of
+the interval. When logging outpaces the writer, the oldest points not yet written are
+dropped (see :mod:`~vizdebug.store.backlog`), so that a kill still loses about a second
+at most and ``close()`` writes for at most :data:`CLOSE_BUDGET`; what was dropped is
+counted in the file (``dropped_points``, ``dropped_why``) and reported as a
+:class:`~vizdebug.store.backlog.StoreDropped` (a ``store-dropped`` finding). Each write
+renews the heartbeat. The writer holds the run file's lock for its whole life (see
 :mod:`~vizdebug.store.claim`): one writer per file, and a reader sees at once that a
 writer died.
 
@@ -38,6 +45,8 @@ import numpy as np
 
 from ..errors import VizdebugError
 from ..records import RunDelta, ScalarChunk
+from .backlog import DROP_REASONS, Backlog, StoreDropped
+from .blobs import write_batch, write_snapshots
 from .claim import claim, release, store_path
 from .embeddings import write_embeddings
 from .registry import OPEN, finish_later, supersede
@@ -45,9 +54,10 @@ from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
 INTERVAL = 0.5            # seconds between writes (at most about this much is lost to a kill)
 CLOSE_WAIT = 0.8          # seconds close() waits for a lock another process holds (~1 s in all)
+TICK_SHARE = 0.5          # share of the interval a write may spend committing a backlog
+CLOSE_BUDGET = 0.5        # seconds the last write may spend committing a backlog
 LATE_CLOSE = 60.0         # seconds a close that could not write keeps trying in the background
 MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then the oldest go)
-CAPTURED_SLOTS = 4        # captured batches kept in the file (the oldest slot is reused)
 
 __all__ = ["RunWriter", "store_path"]
 
@@ -81,8 +91,11 @@ class RunWriter:
         self._on_error = on_error
         self._lock = threading.Lock()
         self._queue: deque[ScalarChunk] = deque(maxlen=MAX_QUEUED)
-        self._held: list[ScalarChunk] = []  # taken by a write that has not committed yet
-        self.dropped = self._dropped_reported = 0
+        self._backlog = Backlog()  # taken from the queue, not committed yet
+        self.dropped = self._counted = 0  # points dropped; those counted under a reason
+        self._why: set[str] = set()  # the reasons (DROP_REASONS keys) of every drop
+        self._why_new: set[str] = set()  # those not reported yet
+        self._piece = 0  # chunks of the backlog in the transaction being written
         self._unwritten = replace(start, meta={})  # handed over, not yet committed
         self._batch_slot = 0
         self.ticks = 0
@@ -133,7 +146,7 @@ class RunWriter:
 
     def unwritten(self) -> str:
         """What was handed over and is not in the file yet, in words."""
-        points = sum(len(chunk[0]) for chunk in [*self._held, *self._queue.copy()])
+        points = self._backlog.points() + sum(len(chunk[0]) for chunk in self._queue.copy())
         delta = self._unwritten
         rows = sum(int(steps.size) for _, steps, _ in delta.samples)
         text = f"{points} logged points, {rows} sampled rows, {len(delta.system)} system samples"
@@ -155,7 +168,7 @@ class RunWriter:
 
     # -- one write --------------------------------------------------------------------------------
     def tick(self, *, final_state: str | None = None) -> None:
-        """Take the next delta and write everything not yet written, in one transaction
+        """Take the next delta and write what was not written yet, in bounded transactions
         (any thread). A failed write is reported and retried with the next."""
         if final_state is not None:
             self.close(final_state)
@@ -169,12 +182,6 @@ class RunWriter:
     def _tick(self, final_state: str | None, *, report: bool) -> bool:
         """One write under ``self._lock``; True when it committed."""
         start = time.thread_time()
-        if self.dropped > self._dropped_reported:  # the bounded queue overflowed
-            self._dropped_reported = self.dropped
-            self._report(VizdebugError(
-                "the oldest logged points were dropped: the run file could not be written "
-                "for a while and the queue of points was full (the run's dropped_points "
-                "counts them)"))
         try:
             if self._take_delta is not None:
                 self._absorb(self._take_delta(final_state is not None))
@@ -186,6 +193,7 @@ class RunWriter:
                 self._conn.execute("ROLLBACK")
             if report:
                 self._report(exc)
+        self._report_drops()
         self.cpu_seconds += time.thread_time() - start
         return ok
 
@@ -199,48 +207,100 @@ class RunWriter:
             warnings.warn(f"vizdebug run store {str(self.path)!r}: {exc}", RuntimeWarning,
                           stacklevel=2)
 
+    # -- what is dropped ------------------------------------------------------------------------
+    def _drop(self, points: int, why: str) -> None:
+        """Count ``points`` dropped for the reason ``why`` (a key of DROP_REASONS)."""
+        if points > 0:
+            self.dropped += points
+            self._counted += points
+            self._why.add(why)
+            self._why_new.add(why)
+
+    def _note_queue_drops(self) -> None:
+        """Points the full queue dropped (``sink`` counts them) get their reason."""
+        if self.dropped > self._counted:
+            self._counted = self.dropped
+            self._why.add("full")
+            self._why_new.add("full")
+
+    def _report_drops(self) -> None:
+        """Report each reason of new drops once per write (a stable message: a Session
+        counts repeats; the file keeps the number of points)."""
+        self._note_queue_drops()
+        for why in sorted(self._why_new):
+            self._report(StoreDropped(f"{DROP_REASONS[why]} (the run's dropped_points "
+                                      "setting counts them)"))
+        self._why_new.clear()
+
+    # -- one write --------------------------------------------------------------------------------
     def _write(self, final_state: str | None) -> None:
-        delta, conn = self._unwritten, self._conn
-        self._take_scalars()  # before BEGIN: what a write takes stays held until it commits
+        """The delta and the first piece of the logged points in one transaction, then
+        further pieces until none is left or the time budget is spent; a last write
+        drops what it could not write by then."""
+        backlog, final = self._backlog, final_state is not None
+        self._bound(final)
+        budget = CLOSE_BUDGET if final else self.interval * TICK_SHARE
+        began, delta = time.monotonic(), self._unwritten
+        while True:
+            if delta is None and backlog.held and time.monotonic() - began >= budget:
+                if not final:
+                    return  # the rest goes with the next write
+                self._drop(backlog.drop_all(), "closing")
+            self._piece = backlog.piece()
+            last = self._piece == len(backlog.held)
+            at = time.monotonic()
+            self._commit(delta, final_state if last else None)
+            backlog.done(self._piece, time.monotonic() - at)
+            if last:
+                return
+            delta = None
+
+    def _bound(self, final: bool) -> None:
+        """Take the queue and keep the backlog within its bounds: memory, and, when the
+        writer is behind, what it commits in an interval (in a close: its budget)."""
+        backlog = self._backlog
+        self._drop(backlog.take(self._queue, MAX_QUEUED), "full")
+        self._note_queue_drops()
+        self._drop(backlog.bound(CLOSE_BUDGET if final else self.interval),
+                   "closing" if final else "overload")
+
+    def _commit(self, delta: RunDelta | None, state: str | None) -> None:
+        """One transaction: the piece of logged points, the delta (with the first piece
+        of a write), the heartbeat and the counts; ``state`` with the last of a close."""
+        conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         self._write_scalars(conn)
-        self._write_samples(conn, delta.samples)
-        conn.executemany("INSERT INTO system (time, cpu_percent, rss_mb, gpu_mb) "
-                         "VALUES (?, ?, ?, ?)", delta.system)
-        self._write_snapshots(conn, delta)
-        slot = self._write_batch(conn, delta.batch)
-        write_embeddings(conn, delta.embeddings, delta.probes)
-        meta = {**delta.meta, "heartbeat": time.time(), "ticks": self.ticks + 1,
-                "dropped_points": self.dropped}
-        if delta.failed:
-            meta["failed"] = delta.failed
-        if final_state is not None:
-            meta["state"] = final_state
+        slot = self._batch_slot
+        meta: dict[str, Any] = {"heartbeat": time.time(), "ticks": self.ticks + 1,
+                                "dropped_points": self.dropped}
+        if self._why:
+            meta["dropped_why"] = sorted(self._why)
+        if delta is not None:
+            slot = self._write_delta(conn, delta)
+            meta = {**delta.meta, **meta, **({"failed": delta.failed} if delta.failed else {})}
+        if state is not None:
+            meta["state"] = state
         self._write_meta(meta)
         conn.execute("COMMIT")
         self.ticks += 1
-        self._batch_slot = slot
-        self._unwritten, self._held = RunDelta(), []
+        if delta is not None:
+            self._batch_slot, self._unwritten = slot, RunDelta()
 
-    def _take_scalars(self) -> None:
-        """Move the queue's chunks behind those a failed write left (bounded: the oldest
-        go first, counted in ``dropped``)."""
-        held, queue = self._held, self._queue
-        while queue:
-            held.append(queue.popleft())
-        over = len(held) - MAX_QUEUED
-        if over > 0:
-            self.dropped += sum(len(chunk[0]) for chunk in held[:over])
-            del held[:over]
+    def _write_delta(self, conn: Any, delta: RunDelta) -> int:
+        """Everything but the logged points; returns the captured-batch slot counter."""
+        self._write_samples(conn, delta.samples)
+        conn.executemany("INSERT INTO system (time, cpu_percent, rss_mb, gpu_mb) "
+                         "VALUES (?, ?, ?, ?)", delta.system)
+        write_snapshots(conn, delta)
+        slot = write_batch(conn, delta.batch, self._batch_slot)
+        write_embeddings(conn, delta.embeddings, delta.probes)
+        return slot
 
     def _write_scalars(self, conn: Any) -> None:
-        def rows():  # streamed: a backlog of many points never becomes one big list
-            for steps, names, values, times in self._held:
-                yield from zip(steps.tolist(), names, values.tolist(), times.tolist())
-
+        """The rows of the piece being committed (its names in storable form)."""
         # SQLite stores NaN as NULL: written as NULL, read back as NaN
         conn.executemany("INSERT INTO scalars (step, name, value, time) VALUES (?, ?, ?, ?)",
-                         rows())
+                         self._backlog.rows(self._piece))
 
     def _write_samples(self, conn: Any, samples: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
         for kind, steps, rows in samples:
@@ -250,35 +310,6 @@ class RunWriter:
                 "INSERT INTO samples (kind, first_step, last_step, steps, rows) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (kind, int(steps[0]), int(steps[-1]), to_npy(steps), to_npy(rows)))
-
-    def _put_blob(self, conn: Any, name: str, kind: str, data: bytes | str) -> None:
-        conn.execute("INSERT OR REPLACE INTO blobs (name, kind, data) VALUES (?, ?, ?)",
-                     (name, kind, data))
-
-    def _write_snapshots(self, conn: Any, delta: RunDelta) -> None:
-        if delta.events is not None:
-            self._put_blob(conn, "events", "json", to_json([ev.to_json() for ev in delta.events]))
-        if delta.errors is not None:
-            self._put_blob(conn, "errors", "json", to_json([list(e) for e in delta.errors]))
-        if delta.program is not None:
-            self._put_blob(conn, "program", "json", to_json(delta.program))
-        if delta.loader is not None:
-            plain, arrays = delta.loader.parts()
-            for key, value in arrays.items():
-                self._put_blob(conn, f"loader.{key}", "npy", to_npy(value))
-            self._put_blob(conn, "loader", "json", to_json(plain))
-
-    def _write_batch(self, conn: Any, arrays: list[np.ndarray]) -> int:
-        """A captured batch goes into the next of :data:`CAPTURED_SLOTS` slots; returns
-        the slot counter once it is committed."""
-        if not arrays:
-            return self._batch_slot
-        slot = self._batch_slot % CAPTURED_SLOTS
-        conn.execute("DELETE FROM blobs WHERE name LIKE ?", (f"batch.{slot}.%",))
-        for i, array in enumerate(arrays):
-            self._put_blob(conn, f"batch.{slot}.{i}", "npy", to_npy(array))
-        self._put_blob(conn, f"batch.{slot}", "json", to_json({"order": self._batch_slot}))
-        return self._batch_slot + 1
 
     # -- lifetime ---------------------------------------------------------------------------------
     def close(self, state: str = "closed") -> None:
@@ -292,8 +323,8 @@ class RunWriter:
         if self.closed or os.getpid() != self._pid:
             return
         deadline = time.monotonic() + CLOSE_WAIT
-        # A write in progress ends soon (it waits on other processes 0.25 s at most); its
-        # own work, a long backlog, is not a lock held elsewhere and is waited for.
+        # A write in progress ends soon: it waits on other processes 0.25 s at most, and
+        # commits a backlog for TICK_SHARE of the interval at most.
         if self._lock.acquire(timeout=LATE_CLOSE):
             try:
                 self._final_write(state, deadline)
@@ -354,8 +385,10 @@ def _write_loop(ref: weakref.ref) -> None:
         writer = ref()
         if writer is None or writer.closed:
             return
-        stop, interval = writer._stop, writer.interval
+        stop, interval, began = writer._stop, writer.interval, time.monotonic()
         writer.tick()
         del writer
-        if stop.wait(interval):
+        # a write every interval (not an interval after each): a write that spent its
+        # budget on a backlog does not push the next one later
+        if stop.wait(max(0.05, interval - (time.monotonic() - began))):
             return
