@@ -1,7 +1,8 @@
-"""show_batch vs a matplotlib subplot grid, 64 float images 3 x 224 x 224.
+"""show_batch vs a matplotlib subplot grid, 64 float images 3 x 224 x 224; and show_batch
+of wide tables (2 rows x 100k / 1M features) vs pandas' own notebook display.
 
 Kernel-side time and payload bytes, interleaved repeats in one run, medians and ratios.
-Run: ``python benchmarks/bench_show_batch.py``.
+Run: ``python benchmarks/bench_show_batch.py`` (``--wide`` for the wide tables only).
 """
 
 from __future__ import annotations
@@ -87,5 +88,44 @@ def main(repeats: int = 5) -> dict:
     return result
 
 
+def run_wide(x: np.ndarray) -> int:
+    """show_batch of a wide table, with its mime bundle and widget state: payload bytes."""
+    return run_vizdebug(x, None, None)
+
+
+def run_pandas(x: np.ndarray) -> int:
+    """What a notebook shows for the same table as a DataFrame (truncated to 20 columns)."""
+    import pandas as pd
+
+    return len(pd.DataFrame(x)._repr_html_())
+
+
+def wide(widths: tuple[int, ...] = (100_000, 1_000_000), repeats: int = 3) -> dict:
+    """Time and payload of show_batch on 2 x ``width`` tables, beside pandas' display."""
+    rng = np.random.default_rng(0)
+    run_wide(rng.random((2, 10)))  # warm imports
+    result = {}
+    for width in widths:
+        x = rng.random((2, width))
+        times: dict[str, list[float]] = {"vizdebug": [], "pandas": []}
+        sizes: dict[str, int] = {}
+        for _ in range(repeats):
+            for name, fn in (("vizdebug", run_wide), ("pandas", run_pandas)):
+                t = time.perf_counter()
+                sizes[name] = fn(x)
+                times[name].append(time.perf_counter() - t)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        result[width] = {"vizdebug_s": med["vizdebug"], "pandas_s": med["pandas"],
+                         "vizdebug_payload_bytes": sizes["vizdebug"]}
+        print(f"show_batch of 2 x {width:,} features (median of {repeats}): vizdebug "
+              f"{med['vizdebug'] * 1e3:6.0f} ms, payload {sizes['vizdebug'] / 1e3:.0f} kB; "
+              f"pandas DataFrame._repr_html_ {med['pandas'] * 1e3:6.0f} ms")
+    return result
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if "--wide" not in sys.argv:
+        main()
+    wide()

@@ -24,10 +24,13 @@ def is_arraylike(obj: object) -> bool:
 
 def tensor_to_numpy(t: Any) -> np.ndarray:
     """A CPU numpy copy of a torch tensor (bfloat16 and other numpy-less dtypes widened;
-    sparse, quantized and negated/conjugated views made plain first).
+    sparse, quantized and negated/conjugated views made plain first; a nested tensor's
+    parts stacked when they share one shape).
 
-    A tensor that holds no readable data (on the ``meta`` device, nested, or on a device
-    that cannot be read) raises a :class:`VizdebugTypeError` that names it.
+    A tensor that holds no readable data (on the ``meta`` device, of a dtype torch cannot
+    convert such as ``bits8`` or ``float4_e2m1fn_x2``, or on a device that cannot be read)
+    raises a :class:`VizdebugTypeError` that names it; a nested one whose parts differ in
+    shape a :class:`VizdebugError`.
     """
     t = t.detach()
     if t.is_complex():
@@ -37,12 +40,54 @@ def tensor_to_numpy(t: Any) -> np.ndarray:
             f"got a tensor on the meta device ({describe(t)}): it has a shape but no values; "
             "pass a tensor with data (e.g. run the pipeline without the meta device)"
         )
+    if t.is_nested:
+        parts = unnest(t)
+        if not isinstance(parts, list):
+            raise VizdebugTypeError(f"cannot read the parts of the nested {describe(t)}")
+        return _sequence_to_numpy(parts, f"the nested {describe(t)}", 1)
     try:
-        return _plain(t).numpy()
-    except TypeError:  # bfloat16, float8 and friends have no numpy dtype
-        return _plain(t).float().numpy()
-    except (RuntimeError, NotImplementedError) as exc:
-        raise VizdebugTypeError(f"cannot read the values of {describe(t)}: {exc}"[:400]) from None
+        plain = _plain(t)
+        try:
+            return plain.numpy()
+        except TypeError:  # bfloat16, float8 and friends have no numpy dtype
+            return plain.float().numpy()
+    except (TypeError, RuntimeError, NotImplementedError) as exc:
+        raise _unreadable(t, exc) from None
+
+
+def _unreadable(t: Any, exc: Exception) -> VizdebugTypeError:
+    """The error for a tensor torch cannot turn into numbers: packed and placeholder dtypes
+    (bits8, uint1-7, int1-7, float4_e2m1fn_x2, uninitialised quantized) have no arithmetic
+    on the CPU, so not even ``.float()`` reads them."""
+    dtype = str(t.dtype).replace("torch.", "")
+    if isinstance(exc, NotImplementedError) or (t.dtype.itemsize <= 1 and not t.is_quantized):
+        fix = (f"dtype {dtype} holds packed or raw bits that torch cannot convert; view or "
+               "unpack it as numbers first, e.g. t.view(torch.uint8), or pass the tensor "
+               "before it was packed")
+    else:
+        fix = f"{type(exc).__name__}: {exc}"
+    return VizdebugTypeError(f"cannot read the values of {describe(t)}: {fix}"[:400])
+
+
+def is_nested(obj: object) -> bool:
+    """True for a torch nested tensor (whose ``shape`` may not be read)."""
+    return is_tensor(obj) and bool(getattr(obj, "is_nested", False))
+
+
+def unnest(x: Any) -> Any:
+    """A nested tensor as the list of its parts (one per item, shapes may differ);
+    anything else, or a nested tensor whose parts cannot be read, as it is.
+
+    >>> import torch
+    >>> [p.shape for p in unnest(torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)]))]
+    [torch.Size([2]), torch.Size([3])]
+    """
+    if not is_nested(x):
+        return x
+    try:
+        return list(x.detach().unbind())
+    except (RuntimeError, NotImplementedError):
+        return x
 
 
 def _plain(t: Any) -> Any:
@@ -55,7 +100,10 @@ def _plain(t: Any) -> Any:
 
 
 def dense(x: Any) -> Any:
-    """A sparse tensor made dense (to be sliced and read like any other); else ``x``."""
+    """A sparse tensor made dense (to be sliced and read like any other), a nested tensor
+    as the list of its parts (items of several shapes, each drawn on its own); else ``x``."""
+    if is_nested(x):
+        return unnest(x)
     if not is_tensor(x) or x.layout is _strided():
         return x
     try:
@@ -78,6 +126,16 @@ def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
     >>> to_numpy([[0, 1], [2, 3]]).shape
     (2, 2)
     """
+    return _to_numpy(obj, what, 0)
+
+
+# No array has more axes than numpy allows (64); a list nested deeper than this is a
+# list that contains itself or a linked structure, never one array: stop before Python's
+# recursion limit does.
+MAX_NESTING = 32
+
+
+def _to_numpy(obj: Any, what: str, depth: int) -> np.ndarray:
     if obj is None:
         raise VizdebugTypeError(
             f"{what} is None. A Dataset's __getitem__ or a transform probably returned None "
@@ -93,9 +151,9 @@ def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
     elif is_pil(obj):
         arr = _pil_to_numpy(obj)
     elif isinstance(obj, np.ndarray):
-        arr = obj
+        arr = _plain_ndarray(obj, what)
     elif isinstance(obj, (list, tuple)):
-        arr = _sequence_to_numpy(obj, what)
+        arr = _sequence_to_numpy(obj, what, depth)
     elif np.isscalar(obj):
         arr = np.asarray(obj)
     else:
@@ -104,6 +162,17 @@ def to_numpy(obj: Any, what: str = "input") -> np.ndarray:
             "PIL images, pandas DataFrames and lists of those."
         )
     return check_numeric(arr, what)
+
+
+def _plain_ndarray(arr: np.ndarray, what: str) -> np.ndarray:
+    """A subclass of ndarray as a plain one (``np.matrix`` keeps two axes whatever it is
+    indexed with; a masked array keeps its values, as ``torch.as_tensor`` would read them);
+    a structured array is refused with its fields named."""
+    if arr.dtype.names:
+        raise VizdebugTypeError(
+            f"{what} is a structured array with fields {list(arr.dtype.names)[:8]} (shape "
+            f"{arr.shape}); pass one field, e.g. x[{arr.dtype.names[0]!r}], or a plain array")
+    return arr if type(arr) is np.ndarray else np.asarray(arr)
 
 
 def _pil_to_numpy(img: Any) -> np.ndarray:
@@ -122,9 +191,14 @@ def _pil_to_numpy(img: Any) -> np.ndarray:
         ) from None
 
 
-def _sequence_to_numpy(seq: list | tuple, what: str) -> np.ndarray:
+def _sequence_to_numpy(seq: list | tuple, what: str, depth: int) -> np.ndarray:
     if len(seq) == 0:
         raise VizdebugError(f"{what} is an empty {type(seq).__name__}: there is nothing to show")
+    if depth >= MAX_NESTING:
+        raise VizdebugTypeError(
+            f"{what[:40]}... is lists nested over {MAX_NESTING} deep (a list that contains "
+            "itself?); "
+            "pass an array, a tensor or a list of images")
     for i, item in enumerate(seq):
         if item is None:
             raise VizdebugTypeError(
@@ -133,8 +207,8 @@ def _sequence_to_numpy(seq: list | tuple, what: str) -> np.ndarray:
             )
         if isinstance(item, (str, bytes)):
             raise VizdebugTypeError(f"{what}[{i}] is a string ({item[:40]!r}), not a number")
-    parts = [to_numpy(s, f"{what}[{i}]") if not np.isscalar(s) else np.asarray(s)
-             for i, s in enumerate(seq)]
+    parts = [_to_numpy(s, f"{what}[{i}]", depth + 1) if not np.isscalar(s)
+             else check_numeric(np.asarray(s), f"{what}[{i}]") for i, s in enumerate(seq)]
     shapes = {p.shape for p in parts}
     if len(shapes) > 1:
         raise VizdebugError(

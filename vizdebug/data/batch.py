@@ -13,7 +13,7 @@ import numpy as np
 
 from .._env import is_tensor
 from ..errors import VizdebugError, VizdebugTypeError, describe
-from .arrays import tensor_to_numpy, to_numpy
+from .arrays import tensor_to_numpy, to_numpy, unnest
 from .layout import LAYOUTS, infer_layout, is_sequence_batch, to_nchw
 from .parts import (  # the batch rule lives in .parts; its names stay importable here
     IMAGE_KEYS,
@@ -76,6 +76,7 @@ def make_batch(x: Any, y: Any = None, *, layout: str = "auto", what: str = "batc
     """
     if layout != "auto" and layout not in (*LAYOUTS, "table"):
         raise VizdebugError(f"layout must be 'auto', 'table' or one of {LAYOUTS}, got {layout!r}")
+    x, y = unnest(x), unnest(y)  # a nested tensor: its items, of several shapes
     if is_frame(x) or layout == "table":
         out = _table_batch(x, what)
     elif isinstance(x, (list, tuple)) and not _is_number_list(x):
@@ -104,7 +105,9 @@ def _table_batch(x: Any, what: str) -> Batch:
         arr = arr[:, None] if arr.ndim == 1 else arr
         if arr.ndim != 2:
             raise VizdebugError(f"a tabular {what} must be 2-D (samples x features), got {arr.shape}")
-        frame = pd.DataFrame(arr, columns=[f"f{i}" for i in range(arr.shape[1])])
+        # an object Index: pandas' default string Index takes seconds to read a million names
+        names = pd.Index([f"f{i}" for i in range(arr.shape[1])], dtype=object)
+        frame = pd.DataFrame(arr, columns=names)
     if len(frame) == 0 or frame.shape[1] == 0:
         raise VizdebugError(f"{what} is an empty table (shape {frame.shape}): nothing to show")
     return Batch(kind="table", table=frame, layout="table", was_tensor=is_tensor(x))
@@ -133,7 +136,7 @@ def _sequence_batch(arr: np.ndarray, was_tensor: bool) -> Batch:
     n, steps, features = arr.shape
     names = [f"t{t}" if features == 1 else f"t{t}.f{j}"
              for t in range(steps) for j in range(features)]
-    frame = pd.DataFrame(arr.reshape(n, -1), columns=names)
+    frame = pd.DataFrame(arr.reshape(n, -1), columns=pd.Index(names, dtype=object))
     note = f"{n} sequences of {steps} steps x {features} features (N, T, F)"
     return Batch(kind="table", table=frame, layout="sequence", layout_note=note,
                  was_tensor=was_tensor, sequence=(steps, features))

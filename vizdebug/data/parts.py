@@ -13,8 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import VizdebugError
-from .arrays import is_arraylike, is_pil
+from ..errors import VizdebugError, VizdebugTypeError, describe
+from .arrays import is_arraylike, is_nested, is_pil
 
 IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
 LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes", "mask", "masks")
@@ -138,8 +138,9 @@ def _parallel_images(batch: tuple | list) -> int:
         return 0
     first, count = batch[0], 0
     for m in batch:
-        if not (is_arraylike(m) and not is_pil(m) and getattr(m, "ndim", 0) >= 4
-                and tuple(m.shape) == tuple(first.shape) and m.dtype == first.dtype):
+        if not (is_arraylike(m) and not is_pil(m) and not is_nested(m) and not is_nested(first)
+                and getattr(m, "ndim", 0) >= 4 and tuple(m.shape) == tuple(first.shape)
+                and m.dtype == first.dtype):
             break
         count += 1
     return count
@@ -182,6 +183,8 @@ def _list_xy(batch: list) -> bool:
 
 
 def _has_items(obj: Any) -> bool:
+    if is_nested(obj):
+        return True  # one part per item (its ``shape`` cannot be read)
     shape = getattr(obj, "shape", None)
     return shape is not None and len(shape) >= 1 and not is_pil(obj)
 
@@ -227,10 +230,28 @@ def item_count(obj: Any) -> int | None:
     """How many items a batch-like object holds along its first axis (None: not a batch)."""
     if is_pil(obj):
         return None
+    if is_nested(obj):
+        return int(obj.size(0))
     shape = getattr(obj, "shape", None)
     if shape is not None:
         return int(shape[0]) if len(shape) else None
     return len(obj) if isinstance(obj, (list, tuple)) else None
+
+
+def dataset_length(dataset: Any, what: str = "the dataset") -> int:
+    """``len(dataset)``, or a :class:`VizdebugTypeError` naming the dataset when its
+    ``__len__`` raises or returns what ``len()`` refuses (a negative number, a float).
+
+    >>> dataset_length([0, 1, 2])
+    3
+    """
+    try:
+        return len(dataset)
+    except Exception as exc:  # the user's __len__: name it, do not crash in it
+        raise VizdebugTypeError(
+            f"len() of {what} ({describe(dataset)}) failed: {type(exc).__name__}: "
+            f"{str(exc)[:200]}; it is read by index up to its length: fix its __len__, or "
+            "pass a DataLoader or an iterable of batches") from None
 
 
 def is_frame(obj: Any) -> bool:

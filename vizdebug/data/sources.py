@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import VizdebugError, VizdebugTypeError, describe, short_repr
-from .arrays import dense, is_arraylike, is_pil
+from .arrays import dense, is_arraylike, is_nested, is_pil
 from .batch import Batch, item_count, make_batch, unpack
 from .layout import infer_layout
+from .parts import dataset_length
 
 MAX_PER_PAGE = 256
 DEFAULT_PER_PAGE = 64
@@ -100,9 +101,11 @@ def _length(x: Any) -> int:
 def _take(x: Any, start: int, stop: int) -> Any:
     if x is None:
         return None
-    if type(x).__name__ == "DataFrame":
-        return x.iloc[start:stop]
-    return x[start:stop]
+    try:
+        return x.iloc[start:stop] if type(x).__name__ == "DataFrame" else x[start:stop]
+    except Exception as exc:  # a tensor torch cannot slice (an uninitialised qint32), ...
+        raise VizdebugTypeError(f"cannot take items {start}..{stop - 1} of {describe(x)}: "
+                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _is_single_image(x: Any, layout: str) -> bool:
@@ -207,11 +210,11 @@ class DatasetSource(PageSource):
     def __init__(self, dataset: Any, n: int | None, layout: str) -> None:
         super().__init__(n, layout)
         self.dataset = dataset
-        self.description = f"{type(dataset).__name__} of {len(dataset)} items"
+        self.description = f"{type(dataset).__name__} of {dataset_length(dataset)} items"
         self.start = 0
 
     def next_page(self) -> Batch | None:
-        total = len(self.dataset)
+        total = dataset_length(self.dataset)
         if self.start >= total:
             self.exhausted = True
             return None
@@ -342,5 +345,7 @@ def _is_list_of_batches(seq: list | tuple) -> bool:
     if isinstance(seq, tuple) and len(seq) == 2 and is_arraylike(seq[0]):
         return False  # an (x, y) pair
     first = unpack(seq[0])[0] if not isinstance(seq[0], list) else seq[0]
+    if is_nested(first):  # a nested tensor's shape cannot be read: its items are images
+        return first.dim() == 4
     shape = getattr(first, "shape", None)
     return shape is not None and len(shape) == 4

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from .._env import is_tensor
-from ..errors import VizdebugError, describe
-from .arrays import is_pil, to_numpy
+from ..errors import VizdebugError, describe, short_repr
+from .arrays import is_pil, tensor_to_numpy, to_numpy
 
 MAX_MASK_CLASSES = 256  # more distinct values than this is an image, not a mask
 
@@ -43,8 +43,13 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
     """
     if y is None:
         return None
-    if np.isscalar(y) or (is_tensor(y) and y.ndim == 0):
-        y = [y.item() if is_tensor(y) else y]
+    if is_tensor(y) and y.ndim == 0:
+        try:
+            y = tensor_to_numpy(y).reshape(1)
+        except VizdebugError:
+            return None  # a dtype torch cannot read (bits8): nothing to caption
+    elif np.isscalar(y):
+        y = [y]
     arr = _label_array(y, what)
     if arr is None:
         return None
@@ -66,13 +71,22 @@ def normalise_labels(y: Any, n: int, what: str = "batch") -> list[Any] | None:
 
 def _label_array(y: Any, what: str) -> np.ndarray | None:
     if isinstance(y, (list, tuple)) and any(isinstance(v, str) for v in y):
-        return np.asarray([str(v) for v in y], dtype=object)
+        return np.asarray([_text(v) for v in y], dtype=object)
     try:
         return to_numpy(y, f"labels of {what}")
     except VizdebugError:
         if not isinstance(y, (list, tuple)) or any(getattr(v, "ndim", 0) for v in y):
             return None  # ragged per-item targets (masks of several sizes): no captions
-        return np.asarray([str(v) for v in y], dtype=object)
+        return np.asarray([_text(v) for v in y], dtype=object)
+
+
+def _text(v: Any) -> str:
+    """A label as its text; one whose ``str`` fails (a list nested thousands deep) by a
+    short description."""
+    try:
+        return str(v)
+    except Exception:  # RecursionError, or a __str__ that raises
+        return short_repr(v)
 
 
 def _class_rows(arr: np.ndarray) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.datasets.columns import ColumnStats
 from ..analysis.datasets.images import Scaling, channel_stats, infer_scaling
 from ..analysis.datasets.input_checks import displays_and_flags, image_findings, table_findings
 from ..analysis.datasets.relations import page_relations
@@ -175,22 +176,25 @@ def _stats_table(stats: list[dict[str, Any]]) -> str:
 def _table_page(batch: Batch, number: int, classes, note: str) -> Page:
     frame = batch.table
     found = Findings(table_findings(batch))
-    shown = frame.head(TABLE_ROWS)
-    cols = [str(c) for c in shown.columns]
-    header = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    summary = ColumnStats.from_frame(frame)
+    cols = summary.shown()  # a wide table: a bounded page, linear in its cells
+    shown = frame.iloc[:TABLE_ROWS, cols]
+    header = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     label_head = "<th>label</th>" if batch.labels else ""
     rows = []
-    for r, (_, row) in enumerate(shown.iterrows()):
+    for r, values in enumerate(shown.itertuples(index=False, name=None)):
         lab = (f"<td>{html.escape(label_text(batch.labels[r], classes))}</td>"
                if batch.labels else "")
-        cells = "".join(f"<td>{html.escape(_cell_text(v))}</td>" for v in row.tolist())
+        cells = "".join(f"<td>{html.escape(_cell_text(v))}</td>" for v in values)
         rows.append(f"<tr><td>{batch.index_of(r)}</td>{lab}{cells}</tr>")
-    stats = _column_stats(frame)
+    stats = [{"column": str(c), "dtype": str(d), **summary.row(k)}
+             for k, c, d in zip(cols.tolist(), shown.columns, shown.dtypes)]
     more = f" (first {TABLE_ROWS} of {len(frame)} rows)" if len(frame) > TABLE_ROWS else ""
     body = (
         f'<div class="vd-batch vd-tabular" data-page="{number}" data-count="{len(frame)}">'
         f'<div class="vd-head"><b>Batch {number + 1}</b> &middot; tabular, {len(frame)} rows x '
-        f"{frame.shape[1]} columns{more}{(' &middot; ' + html.escape(note)) if note else ''}</div>"
+        f"{frame.shape[1]} columns{more}{_columns_note(len(cols), frame.shape[1], summary)}"
+        f"{(' &middot; ' + html.escape(note)) if note else ''}</div>"
         f'<div class="vd-body"><div style="overflow:auto;max-height:420px">'
         f"<table class='vd-table'><tr><th>#</th>{label_head}{header}</tr>{''.join(rows)}</table>"
         f'</div><div class="vd-side">{_column_stats_table(stats)}<h4>Findings</h4>'
@@ -199,25 +203,17 @@ def _table_page(batch: Batch, number: int, classes, note: str) -> Page:
     return Page(body, found, stats, len(frame), [])
 
 
+def _columns_note(shown: int, total: int, summary: ColumnStats) -> str:
+    """What a page of a wide table leaves out, and which columns it chose."""
+    if shown >= total:
+        return ""
+    flagged = int((summary.nonfinite > 0).sum())
+    first = " (those with missing or non-finite values first)" if flagged else ""
+    return f"<br>showing {shown} columns{first} &hellip; and {total - shown:,} more columns"
+
+
 def _cell_text(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def _column_stats(frame) -> list[dict[str, Any]]:
-    out = []
-    for k, col in enumerate(frame.columns):
-        s = frame.iloc[:, k]  # by position: column names may repeat
-        row: dict[str, Any] = {"column": str(col), "dtype": str(s.dtype),
-                               "missing": int(s.isna().sum())}
-        if s.dtype.kind in "biuf":
-            v = s.to_numpy(dtype=np.float64, na_value=np.nan)
-            v = v[np.isfinite(v)]
-            row.update(min=float(v.min()) if v.size else np.nan,
-                       max=float(v.max()) if v.size else np.nan,
-                       mean=float(v.mean()) if v.size else np.nan,
-                       std=float(v.std()) if v.size else np.nan)
-        out.append(row)
-    return out
 
 
 def _column_stats_table(stats: list[dict[str, Any]]) -> str:
@@ -225,7 +221,7 @@ def _column_stats_table(stats: list[dict[str, Any]]) -> str:
         f"<tr><td>{html.escape(s['column'])}</td><td>{html.escape(s['dtype'])}</td>"
         f"<td>{_num(s.get('min', np.nan))}</td><td>{_num(s.get('max', np.nan))}</td>"
         f"<td>{_num(s.get('mean', np.nan))}</td><td>{_num(s.get('std', np.nan))}</td>"
-        f"<td>{_num(s['missing'], s['missing'] > 0)}</td></tr>" for s in stats[:60]
+        f"<td>{_num(s['missing'], s['missing'] > 0)}</td></tr>" for s in stats
     )
     return ("<h4>Columns</h4><table class='vd-table vd-stats'><tr><th>column</th><th>dtype</th>"
             "<th>min</th><th>max</th><th>mean</th><th>std</th><th>missing</th></tr>"

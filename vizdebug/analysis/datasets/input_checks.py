@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ...data.arrays import to_numpy
+from ...data.arrays import to_numpy, unnest
 from ...data.batch import Batch, make_batch
 from ...data.parts import input_members, unpack
 from ...data.targets import LabelSet
@@ -100,6 +101,7 @@ def of_members(per_member: list[list[Finding]]) -> list[Finding]:
 def target_findings(y: Any) -> list[Finding]:
     """``input-nonfinite`` when numeric targets (regression values, target images) hold
     NaN/Inf: the loss becomes NaN at the first such batch."""
+    y = unnest(y)  # a nested tensor's ``shape`` cannot be read: its parts are a list
     if y is None or not hasattr(y, "shape") or getattr(y, "ndim", 0) == 0:
         return []
     try:
@@ -277,26 +279,31 @@ def label_key(v: Any) -> Any:
 
 def table_findings(canon: Batch) -> list[Finding]:
     """Non-finite values per column of a tabular batch; a batch of sequences is judged
-    per feature (its rows are sequences, each feature a column over all their steps)."""
+    per feature (its rows are sequences, each feature a column over all their steps).
+    Linear in the cells: a table may have a million columns, and only the names a
+    finding quotes are read."""
     frame = canon.table
     numeric = frame.select_dtypes("number")
-    values = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
-    columns, names = _per_feature(canon, values, [str(c) for c in numeric.columns])
-    bad_cols = [c for c, n in zip(names, (~np.isfinite(columns)).sum(0)) if n]
-    if not bad_cols:
+    values = np.ascontiguousarray(numeric.to_numpy(dtype=np.float64, na_value=np.nan))
+    columns, names = _per_feature(canon, values, numeric.columns)
+    bad = np.flatnonzero((~np.isfinite(columns)).any(axis=0))
+    if not bad.size:
         return [*_column_scale_finding(columns, names), *_same_label_finding(canon.labels)]
+    bad_cols = [str(names[j]) for j in bad[:50].tolist()]
     rows = np.flatnonzero((~np.isfinite(values)).any(1)).tolist()
     noun = "rows" if canon.sequence is None else "sequences"
+    more = f" and {bad.size - 10:,} more" if bad.size > 10 else ""
     return [Finding(
         "input-nonfinite", "error",
-        f"{len(rows)} of {len(frame)} {noun} hold NaN/Inf, in columns {', '.join(bad_cols[:10])}",
-        where=fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols[:50]},
+        f"{len(rows)} of {len(frame)} {noun} hold NaN/Inf, in columns "
+        f"{', '.join(bad_cols[:10])}{more}",
+        where=fmt_indices(rows), evidence={"rows": rows[:256], "columns": bad_cols},
         hint="impute or drop missing values before the model (SimpleImputer, dropna)",
     ), *_same_label_finding(canon.labels)]
 
 
-def _per_feature(canon: Batch, values: np.ndarray, names: list[str]
-                 ) -> tuple[np.ndarray, list[str]]:
+def _per_feature(canon: Batch, values: np.ndarray, names: Sequence[Any]
+                 ) -> tuple[np.ndarray, Sequence[Any]]:
     """The columns statistics are taken over: a table's own, or for a batch of sequences
     each feature over every step of every sequence."""
     if canon.sequence is None:
@@ -305,29 +312,29 @@ def _per_feature(canon: Batch, values: np.ndarray, names: list[str]
     return values.reshape(-1, features), [f"f{j}" for j in range(features)]
 
 
-def _column_scale_finding(values: np.ndarray, names: list[str]) -> list[Finding]:
+def _column_scale_finding(values: np.ndarray, names: Sequence[Any]) -> list[Finding]:
     """``input-not-normalized`` for a table whose continuous columns live on scales that
     differ by ``TABLE_SCALE_RATIO`` or more (binary and constant columns left out): the
     large columns dominate the first layer and the small ones are all but ignored."""
     if values.shape[0] < 4 or values.shape[1] < 2:
         return []
-    scales = {}
-    for j, name in enumerate(names):
-        col = values[:, j]
-        if np.unique(col).size > 2:
-            scales[name] = float(np.percentile(np.abs(col), 95))
-    positive = {n: v for n, v in scales.items() if v > 0}
-    if len(positive) < 2:
+    ordered = np.sort(values, axis=0)  # (every value is finite here)
+    distinct = 1 + (ordered[1:] != ordered[:-1]).sum(axis=0)
+    scales = np.percentile(np.abs(values), 95, axis=0)
+    kept = np.flatnonzero((distinct > 2) & (scales > 0))
+    if kept.size < 2:
         return []
-    big, small = max(positive, key=positive.get), min(positive, key=positive.get)
-    ratio = positive[big] / positive[small]
-    if ratio < TABLE_SCALE_RATIO or positive[big] < TABLE_SCALE_MIN:
+    big, small = kept[np.argmax(scales[kept])], kept[np.argmin(scales[kept])]
+    ratio = float(scales[big] / scales[small])
+    if ratio < TABLE_SCALE_RATIO or scales[big] < TABLE_SCALE_MIN:
         return []
+    shown = {str(names[j]): float(scales[j]) for j in kept[:100].tolist()}
     return [Finding(
         "input-not-normalized", "warning",
-        f"columns differ in scale by {ratio:.2g}x: {big!r} reaches {positive[big]:.3g}, "
-        f"{small!r} only {positive[small]:.3g} (95th percentile of |value|)",
-        where=big, evidence={"scales": dict(list(positive.items())[:100]), "ratio": ratio},
+        f"columns differ in scale by {ratio:.2g}x: {str(names[big])!r} reaches "
+        f"{scales[big]:.3g}, {str(names[small])!r} only {scales[small]:.3g} (95th percentile "
+        "of |value|)",
+        where=str(names[big]), evidence={"scales": shown, "ratio": ratio},
         hint="standardise the columns (StandardScaler fitted on the training split, or "
              "MinMaxScaler) before a neural network: its first layer sees raw units")]
 

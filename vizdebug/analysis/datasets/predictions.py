@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...data.arrays import to_numpy
-from ...errors import VizdebugError, VizdebugTypeError, describe
+from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ...findings import Finding, Findings
 
 # The majority class holds at least this share of the samples before accuracy can mislead
@@ -126,10 +126,11 @@ def _as_labels(y: Any, what: str) -> np.ndarray:
                                 "pass integer or string classes")
         arr = arr.astype(np.int64)
     values = [v.item() if hasattr(v, "item") and getattr(v, "size", 1) == 1 else v for v in arr]
-    odd = next((v for v in values if not isinstance(v, (str, int, float, bool))), None)
-    if odd is not None or any(isinstance(v, float) and v != v for v in values):
+    odd = [v for v in values if not isinstance(v, (str, int, float, bool))
+           or (isinstance(v, float) and v != v)][:1]  # a list: None is one of them
+    if odd:
         raise VizdebugError(f"{what} must hold one class per sample (numbers or strings); "
-                            f"found {odd!r} in {describe(y)}")
+                            f"found {short_repr(odd[0])} in {describe(y)}")
     return np.asarray(values, dtype=object)
 
 
@@ -137,9 +138,9 @@ def _plain_array(values: list | tuple) -> np.ndarray:
     """A list as an array: numbers as numbers, anything else (strings, mixed) as objects."""
     try:
         arr = np.asarray(values)
-    except ValueError:  # ragged
-        return np.asarray(values, dtype=object)
-    return arr if arr.dtype.kind in "biuf" else np.asarray(values, dtype=object)
+        return arr if arr.dtype.kind in "biuf" else np.asarray(values, dtype=object)
+    except Exception:  # ragged, or items whose __array__ fails (a bits8 tensor): one by one
+        return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _unwrap(y: Any) -> Any:
@@ -153,6 +154,11 @@ def _as_predictions(y_pred: Any, truth: np.ndarray) -> np.ndarray:
     if isinstance(y_pred, (list, tuple)):
         return _as_labels(y_pred, "y_pred")
     arr = to_numpy(_unwrap(y_pred), "y_pred")
+    if arr.ndim > 2:
+        raise VizdebugError(
+            f"y_pred has shape {arr.shape}: pass one class per sample (n,) or scores (n, C); "
+            "for per-pixel or per-token scores (N, C, ...) compare the classes, e.g. "
+            "check_predictions(y_true.reshape(-1), y_pred.argmax(1).reshape(-1))")
     if arr.ndim == 2 and arr.shape[1] > 1:
         return np.asarray(arr.argmax(axis=1).tolist(), dtype=object)  # scores per class
     flat = arr.reshape(-1) if arr.ndim == 2 else arr

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ...data.arrays import to_numpy
+from ..._env import is_tensor
+from ...data.arrays import is_nested, to_numpy
 from ...data.batch import Batch, make_batch
-from ...data.parts import input_members, unpack
+from ...data.parts import dataset_length, input_members, unpack
 from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from ...findings import Finding, Findings, fmt_indices
 from ...progress import Progress
@@ -39,7 +40,8 @@ def _resolve(dataset: Any) -> Any:
         return inner  # a DataLoader: scan the samples it draws from
     if isinstance(dataset, tuple) and len(dataset) == 2 and hasattr(dataset[0], "__len__"):
         xs, ys = dataset
-        n_x, n_y = _length(xs, "the inputs of (X, y)"), _length(ys, "the labels of (X, y)")
+        n_x = dataset_length(xs, "the inputs of (X, y)")
+        n_y = dataset_length(ys, "the labels of (X, y)")
         if n_x != n_y:
             raise VizdebugError(f"inputs have {n_x} rows but labels {n_y}; they must match")
         return _Paired(xs, ys)
@@ -49,14 +51,6 @@ def _resolve(dataset: Any) -> Any:
             f"list, an array, an (X, y) tuple or a DataLoader over one); got {describe(dataset)}"
         )
     return dataset
-
-
-def _length(ds: Any, what: str = "the dataset") -> int:
-    try:
-        return len(ds)
-    except Exception as exc:  # a 0-d array, a __len__ that raises or returns a non-number
-        raise VizdebugTypeError(f"len() of {what} ({describe(ds)}) failed: "
-                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 class _Paired:
@@ -120,12 +114,17 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
 def _label_value(y: Any) -> Any:
     """One item's label as a Python scalar where it is one: a 0-d or one-element tensor or
     array becomes its value, a one-hot row its class id; anything else stays as it is."""
+    if is_nested(y) or (is_tensor(y) and y.numel() <= 1000):
+        try:  # through numpy: a nested or packed (bits8) tensor has no .item()
+            return _label_value(to_numpy(y, "a label"))
+        except VizdebugError:
+            return y
     shape = getattr(y, "shape", None)
     if shape is None or not hasattr(y, "reshape"):
         return y
     flat = y.reshape(-1)
-    if len(flat) == 1:
-        return flat[0].item()
+    if len(flat) == 1:  # (an object array's entry is the object itself, maybe an array)
+        return flat[0].item() if isinstance(flat[0], np.generic) else flat[0]
     if len(shape) == 1 and len(flat) <= 1000:
         try:
             values = to_numpy(flat, "a label")
@@ -141,7 +140,7 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
     """See :func:`vizdebug.check_dataset`."""
     _check_sample(sample, seed)
     ds = _resolve(dataset)
-    n = _length(ds)
+    n = dataset_length(ds)
     if n == 0:
         raise VizdebugError("the dataset is empty (len 0): nothing to check")
     idx = _indices(n, sample, seed)

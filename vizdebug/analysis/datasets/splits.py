@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ...data.arrays import to_numpy
+from ...data.arrays import to_numpy, unnest
 from ...data.batch import unpack
+from ...data.parts import dataset_length
 from ...errors import VizdebugError, VizdebugTypeError, describe
 from ...findings import Finding, Findings, fmt_indices
 from .split_context import group_findings, time_findings
@@ -131,6 +132,7 @@ def split_rows(obj: Any, y: Any, what: str, sample: int) -> SplitRows:
     if obj is None:
         raise VizdebugTypeError(f"check_split got None for {what}; pass an array, a "
                                 "DataFrame, a tensor or a Dataset of (x, y) items")
+    obj = unnest(obj)  # a nested tensor: its rows (its ``shape`` cannot be read)
     if isinstance(obj, Mapping):  # a dict of columns
         obj = _frame_of(obj, what)
     if type(obj).__name__ == "DataFrame" and hasattr(obj, "columns"):
@@ -139,7 +141,7 @@ def split_rows(obj: Any, y: Any, what: str, sample: int) -> SplitRows:
         return rows
     if _is_dataset(obj):
         rows = _dataset_rows(obj, y, what, sample)
-        rows.total = len(obj)
+        rows.total = dataset_length(obj, what)
         return rows
     arr = to_numpy(obj, what)
     if arr.ndim == 0 or arr.shape[0] == 0:
@@ -184,7 +186,7 @@ def _array_rows(arr: np.ndarray, y: np.ndarray | None, what: str) -> SplitRows:
 
 def _dataset_rows(ds: Any, y: Any, what: str, sample: int) -> SplitRows:
     xs, ys = [], []
-    for i in range(min(len(ds), sample)):
+    for i in range(min(dataset_length(ds, what), sample)):
         try:
             item = ds[i]
         except Exception as exc:  # the user's __getitem__: name it, do not crash in it

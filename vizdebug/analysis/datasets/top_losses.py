@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...data.batch import split_batch
+from ...data.arrays import is_nested, to_numpy
+from ...data.parts import dataset_length, split_batch
 from ...data.sources import own_pass, preserved_rng
 from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
 
@@ -123,7 +124,7 @@ def _batches(data: Any, max_samples: int, acc: _Accumulator) -> Iterator[tuple[i
             raise VizdebugError(
                 f"batch {b} of the {acc.description} is {describe(raw)}; top losses need "
                 "(input, target) batches, e.g. (x, y) tuples or {'image': x, 'label': y}")
-        if len(getattr(x, "shape", ())) == 0:
+        if is_nested(x) or len(getattr(x, "shape", ())) == 0:
             raise VizdebugTypeError(f"the input of batch {b} of the {acc.description} is "
                                     f"{describe(x)}; it must be a tensor or array with a batch axis")
         n = int(x.shape[0])
@@ -152,15 +153,16 @@ def _raw_batches(data: Any, acc: _Accumulator) -> Iterator[Any]:
         yield from _guarded(_fresh_pass(data), acc.description)
     elif isinstance(data, Dataset) and not isinstance(data, IterableDataset) \
             and hasattr(data, "__len__"):
-        acc.description = f"{type(data).__name__} of {len(data)} items"
+        acc.description = f"{type(data).__name__} of {dataset_length(data)} items"
         yield from _guarded(_dataset_chunks(data), acc.description)
-    elif isinstance(data, tuple) and len(data) == 2 and hasattr(data[0], "shape"):
-        acc.description = f"(x, y) pair of {describe(data[0])}"
-        for s in range(0, len(data[0]), CHUNK):
-            yield data[0][s:s + CHUNK], data[1][s:s + CHUNK]
+    elif isinstance(data, tuple) and len(data) == 2 and getattr(type(data[0]), "shape", None):
+        acc.description = f"(x, y) pair of {describe(data[0])}"  # (a nested x has no shape)
+        n = dataset_length(data[0], "the x of the (x, y) pair")
+        yield from _guarded(((data[0][s:s + CHUNK], data[1][s:s + CHUNK])  # a y that cannot
+                             for s in range(0, n, CHUNK)), acc.description)  # be cut: named
     elif hasattr(data, "__iter__") and not isinstance(data, (str, bytes, Mapping)):
         acc.description = type(data).__name__
-        yield from _guarded(iter(data), acc.description)
+        yield from _guarded(data, acc.description)
     else:
         raise VizdebugTypeError(
             f"cannot read batches from {describe(data)}: {short_repr(data)}; pass a "
@@ -183,19 +185,19 @@ def _fresh_pass(loader: Any) -> Iterator[Any]:
 def _dataset_chunks(dataset: Any) -> Iterator[Any]:
     from torch.utils.data import default_collate
 
-    for s in range(0, len(dataset), CHUNK):
-        items = [dataset[i] for i in range(s, min(s + CHUNK, len(dataset)))]
+    for s in range(0, n := dataset_length(dataset), CHUNK):
+        items = [dataset[i] for i in range(s, min(s + CHUNK, n))]
         bad = next((s + j for j, it in enumerate(items) if it is None), None)
         if bad is not None:
             raise VizdebugError(f"dataset[{bad}] is None; vd.check_dataset(dataset) lists them all")
         yield default_collate(items)
 
 
-def _guarded(it: Iterator[Any], description: str) -> Iterator[Any]:
+def _guarded(it: Iterable[Any], description: str) -> Iterator[Any]:
     b = 0
     while True:
         try:
-            raw = next(it)
+            raw = next(it := iter(it))  # (an iterable's iter() may raise too)
         except StopIteration:
             return
         except VizdebugError:
@@ -225,7 +227,7 @@ def _to_model(model: Any, v: Any, target: bool = False) -> Any:
     param = next(model.parameters(), None)
     device = param.device if param is not None else torch.device("cpu")
     if isinstance(v, np.ndarray):
-        v = torch.as_tensor(v)
+        v = torch.as_tensor(to_numpy(v, "the targets" if target else "the inputs").copy())
         if v.is_floating_point() and param is not None and not target:
             v = v.to(param.dtype)
     return v.to(device) if isinstance(v, torch.Tensor) else v
@@ -372,7 +374,7 @@ class _Accumulator:
         key = np.where(np.isnan(loss), np.inf, loss)  # a NaN loss is the worst of all
         floor = self.kept[-1][0] if len(self.kept) >= self.k else -np.inf
         best = np.argsort(-key, kind="stable")[:self.k]
-        x = torch.as_tensor(x) if isinstance(x, np.ndarray) else x
+        x = torch.as_tensor(to_numpy(x, "the inputs").copy()) if isinstance(x, np.ndarray) else x
         new = [(float(key[i]), start + int(i), x[i].detach().cpu().clone())
                for i in best if key[i] >= floor]
         self.kept = sorted(self.kept + new, key=lambda t: (-t[0], t[1]))[:self.k]
