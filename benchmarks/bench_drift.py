@@ -2,6 +2,7 @@
 
     python benchmarks/bench_drift.py                    # 10k / 100k / 1M rows x 20 columns
     python benchmarks/bench_drift.py --sizes 10000 100000 --no-evidently
+    python benchmarks/bench_drift.py --wide 10000          # 200 rows x 10,000 columns: the page
 
 Reference and current each have ``n`` rows and 20 numeric columns; 6 columns drift by
 different amounts (one by only 0.02 sigma: significant at 1M rows, but not drift). The data
@@ -165,12 +166,34 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def bench_wide(n_cols: int, rows: int = 200) -> dict:
+    """A wide table: the seconds to analyse and to render the page, and the page's size."""
+    from vizdebug import compare_distributions
+
+    rng = np.random.default_rng(0)
+    names = [f"c{j}" for j in range(n_cols)]
+    ref = pd.DataFrame(rng.normal(size=(rows, n_cols)), columns=names)
+    cur = pd.DataFrame(rng.normal(size=(rows, n_cols)) + (np.arange(n_cols) % 200 == 0), columns=names)
+    t = time.perf_counter()
+    view = compare_distributions(ref, cur)
+    analysed = time.perf_counter() - t
+    page = view._repr_mimebundle_()["text/html"]
+    row = {"columns": n_cols, "rows": rows, "analyse_s": round(analysed, 2),
+           "page_s": round(time.perf_counter() - t - analysed, 2), "page_mb": round(len(page) / 1e6, 2)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--no-evidently", action="store_true")
+    parser.add_argument("--wide", type=int, default=0, help="only the wide case, with this many columns")
     parser.add_argument("--out", type=Path, default=HERE.parent / "artifacts" / "bench_drift.json")
     args = parser.parse_args()
+    if args.wide:
+        bench_wide(args.wide)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         rows = [bench(n, Path(tmp), not args.no_evidently) for n in args.sizes]
     args.out.parent.mkdir(parents=True, exist_ok=True)

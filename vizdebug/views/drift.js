@@ -79,14 +79,18 @@ var vdDriftMount = (function (S, P) {
       if (!st.windowed) return { f: f, statistic: f.statistic, p: f.p_value, effect: f.effect_size, psi: f.psi, n: f.n_cur, cur: f.kind === "numeric" || f.kind === "datetime" ? f.sketch.cur_hist : (f.sketch.cur_counts || null) };
       var r = featureStats(f, st.win[0], st.win[1]); r.f = f; return r;
     });
-    var adj = adjust(res.map(function (r) { return r.p; }), app.data.correction);
+    // unwindowed, the kernel's correction over every column is exact; a window re-tests
+    // the drawn columns and corrects over all of them
+    var adj = st.windowed ? adjust(res.map(function (r) { return r.p; }), app.data.correction, app.data.tested)
+      : app.data.features.map(function (f) { return f.p_adjusted === null ? NaN : f.p_adjusted; });
     res.forEach(function (r, i) { r.p_adj = adj[i]; r.drifted = r.p_adj < st.alpha && r.effect >= st.thr; });
     return res;
   }
 
   function summaryText(app, res) {
     var st = app.st, tm = app.data.time, nd = res.filter(function (r) { return r.drifted; }).length;
-    return nd + " of " + res.length + " features drifted · α = " + fmt(st.alpha, 2) + " (" + app.data.correction + ") and effect ≥ " + fmt(st.thr, 2) +
+    var more = (app.data.total || res.length) - res.length;
+    return nd + (more > 0 ? " of the " + res.length + " drawn (of " + app.data.total + ")" : " of " + res.length) + " features drifted · α = " + fmt(st.alpha, 2) + " (" + app.data.correction + ") and effect ≥ " + fmt(st.thr, 2) +
       (st.windowed ? " · window " + fmtX(tm.edges[st.win[0]], tm.is_datetime) + " – " + fmtX(tm.edges[st.win[1] + 1], tm.is_datetime) + " (≈ from binned sketches)" : "");
   }
 
@@ -142,6 +146,7 @@ var vdDriftMount = (function (S, P) {
       tb.appendChild(tr);
     });
     box.appendChild(tb);
+    if (app.data.more_note) box.appendChild(h("div", { "class": "vd-note", style: "margin-top:4px" }, app.data.more_note));
   }
 
   function mount(el, data, model) {

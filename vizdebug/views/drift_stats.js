@@ -87,9 +87,12 @@ var vdDriftStats = (function () {
     }
     return psiCounts(gr, gc);
   }
-  function adjust(ps, method) {
+  // mTotal: how many features were tested in all, where only some are on the page (the
+  // missing ones count as less significant: conservative for holm and bh, exact for bonferroni)
+  function adjust(ps, method, mTotal) {
     var idx = [], m = 0, out = ps.map(function () { return NaN; });
     ps.forEach(function (p, i) { if (!isNaN(p)) { idx.push(i); m++; } });
+    m = Math.max(m, mTotal || 0);
     if (method === "none") return ps.slice();
     if (method === "bonferroni") { idx.forEach(function (i) { out[i] = Math.min(1, ps[i] * m); }); return out; }
     idx.sort(function (a, b) { return ps[a] - ps[b]; });
@@ -98,7 +101,7 @@ var vdDriftStats = (function () {
       idx.forEach(function (i, r) { run = Math.max(run, (m - r) * ps[i]); out[i] = Math.min(1, run); });
     } else { // Benjamini-Hochberg
       var best = 1;
-      for (var r = m - 1; r >= 0; r--) { best = Math.min(best, ps[idx[r]] * m / (r + 1)); out[idx[r]] = best; }
+      for (var r = idx.length - 1; r >= 0; r--) { best = Math.min(best, ps[idx[r]] * m / (r + 1)); out[idx[r]] = best; }
     }
     return out;
   }

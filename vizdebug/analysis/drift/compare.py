@@ -10,13 +10,14 @@ table, the findings and the time axis.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...data.parquet import is_stream_source
-from ...data.tables import columns_for
+from ...data.tables import KINDS, as_table, columns_for
 from ...errors import VizdebugError
 from . import stats as drift_stats
 from .findings import drift_findings, drift_table, rank
@@ -63,6 +64,10 @@ class DriftOptions:
                 object.__setattr__(self, name, [value])
             elif value is not None and not isinstance(value, (list, tuple)):
                 raise VizdebugError(f"{name} must be a list of column names, got {value!r}")
+        if self.kinds is not None and not (isinstance(self.kinds, Mapping)
+                                           and all(isinstance(k, str) for k in self.kinds.values())):
+            raise VizdebugError(f"kinds must be a dict {{column: kind}} with kinds from "
+                                f"{KINDS}, e.g. kinds={{'age': 'numeric'}}; got {self.kinds!r}")
         for name in ("alpha", "effect_threshold"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
@@ -136,18 +141,35 @@ def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = N
 
 def _in_memory(reference: Any, current: Any, options: DriftOptions) -> DriftResult:
     current, buckets, axis = window_current(current, options.time, options.window, options.time_buckets)
+    if axis is not None and axis.name is not None:  # the time column is the axis, not a feature
+        reference, current = (_without(side, axis.name, name) for side, name in
+                              ((reference, "reference"), (current, "current")))
     pairs, only_ref, only_cur = columns_for(reference, current, features=options.features,
                                            categorical=options.categorical, kinds=options.kinds)
-    if axis is not None and axis.name is not None:  # the time column is the axis, not a feature
-        pairs = [p for p in pairs if p[0].name != axis.name]
-        only_cur = [n for n in only_cur if n != axis.name]
     results = drift_stats.compare_columns(pairs, alpha=options.alpha, effect_threshold=options.effect_threshold,
                                           correction=options.correction, buckets=buckets)
     return DriftResult.from_features(results, options, only_ref=only_ref, only_cur=only_cur, time=axis)
 
 
+def _without(data: Any, column: str, side: str) -> Any:
+    """``data`` as a table of columns without ``column`` (where it has one)."""
+    table = as_table(data, side)
+    return {k: v for k, v in table.items() if k != column} if column in table else data
+
+
 def _streamed(reference: Any, current: Any, options: DriftOptions,
               progress: bool | None = None) -> DriftResult:
+    import pyarrow as pa
+
+    try:
+        return _stream(reference, current, options, progress)
+    except pa.ArrowException as exc:  # a file that changed type mid-way, a cast that fails
+        raise VizdebugError(f"cannot compare the Parquet / arrow data: {type(exc).__name__}: "
+                            f"{str(exc)[:300]}") from None
+
+
+def _stream(reference: Any, current: Any, options: DriftOptions,
+            progress: bool | None = None) -> DriftResult:
     from ...data.parquet import arrow_dataset
     from .streaming import stream_compare
 

@@ -159,7 +159,8 @@ class StreamSide:
 
 def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: list[str] | None,
              kinds: dict[str, str] | None, time_name: str | None) -> tuple[dict[str, str], list[str], list[str]]:
-    """The compared columns with their kinds, and the names only in the reference / current."""
+    """The compared columns with their kinds (None: nested values, not compared), and the
+    names only in the reference / current."""
     ref_cols = {f.name: arrow_kind(f.type) for f in ref_ds.schema}
     cur_cols = {f.name: arrow_kind(f.type) for f in cur_ds.schema}
     names = [n for n in features or [c for c in ref_cols if c in cur_cols] if n != time_name]
@@ -169,13 +170,41 @@ def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: 
     if not names:
         raise VizdebugError("the reference and current Parquet data share no column names")
     overrides = dict(kinds or {}) | {c: "categorical" for c in categorical or []}
-    cols = {n: overrides.get(n, ref_cols[n]) for n in names}
-    for n, k in cols.items():
+    for n, k in overrides.items():
         if k not in KINDS:
             raise VizdebugError(f"kind for {n!r} must be one of {KINDS}, got {k!r}")
+        if n not in names:
+            raise VizdebugError(f"kind given for {n!r}, which is not a compared feature ({names[:20]})")
+    cols = {n: _kind(n, overrides.get(n), ref_ds, cur_ds) for n in names}
     only_ref = [c for c in ref_cols if c not in cur_cols] if features is None else []
     only_cur = [c for c in cur_cols if c not in ref_cols and c != time_name] if features is None else []
     return cols, only_ref, only_cur
+
+
+def _kind(name: str, asked: str | None, ref_ds: Any, cur_ds: Any) -> str | None:
+    """A column's kind: the one asked for where the arrow types on both sides allow it."""
+    types = [ds.schema.field(name).type for ds in (ref_ds, cur_ds)]
+    found = [arrow_kind(t) for t in types]
+    if None in found:
+        return None
+    if asked == "categorical":
+        return asked
+    if asked is None:  # sides of different kinds (float here, text there): as categories
+        same = found[0] == found[1] or set(found) <= {"numeric", "boolean"}
+        return ("numeric" if "numeric" in found else found[0]) if same else "categorical"
+    fits = {"numeric": ("numeric", "boolean"), "datetime": ("datetime",), "boolean": ("boolean",)}
+    bad = [t for t, k in zip(types, found) if k not in fits[asked]]
+    if bad:
+        raise VizdebugError(f"kinds={{{name!r}: {asked!r}}} but the Parquet column holds {bad[0]} "
+                            f"values; convert the column, or compare it as 'categorical'")
+    return asked
+
+
+def _nested(name: str, ref_ds: Any) -> FeatureDrift:
+    base = dict(feature=name, kind="categorical", effect_metric="jensen-shannon",
+                n_ref=0, n_cur=0, missing_ref=0.0, missing_cur=0.0)
+    return untested(base, f"holds nested values ({ref_ds.schema.field(name).type}): not "
+                          "compared; flatten it into scalar columns to compare it")
 
 
 def stream_compare(reference: Any, current: Any, *, features: list[str] | None = None,
@@ -200,7 +229,9 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
     'ks (binned)'
     """
     ref_ds, cur_ds = arrow_dataset(reference), arrow_dataset(current)
-    cols, only_ref, only_cur = _columns(ref_ds, cur_ds, features, categorical, kinds, clock and clock.name)
+    found, only_ref, only_cur = _columns(ref_ds, cur_ds, features, categorical, kinds, clock and clock.name)
+    cols = {n: k for n, k in found.items() if k is not None}
+    nested = {n: _nested(n, ref_ds) for n, k in found.items() if k is None}
     rows = 2 * (ref_ds.count_rows() + cur_ds.count_rows())  # Parquet: from the metadata
     with Progress("drift over Parquet", total=rows, unit="rows", progress=progress) as bar:
         ref, cur = StreamSide(ref_ds, cols, bar=bar), StreamSide(cur_ds, cols, clock, bar=bar)
@@ -213,9 +244,10 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
     for name, per in cur.bucket_counts.items():
         categorical_results[name].sketch["bucket_counts"] = per.tolist()
     results = [
-        _numeric_result(n, cols[n], ref.nums[n], cur.nums[n], grids[n]) if n in ref.nums
+        nested[n] if n in nested
+        else _numeric_result(n, cols[n], ref.nums[n], cur.nums[n], grids[n]) if n in ref.nums
         else categorical_results[n]
-        for n in cols
+        for n in found
     ]
     return results, only_ref, only_cur
 

@@ -40,19 +40,41 @@ def window_bounds(window: tuple[Any, Any] | None, is_datetime: bool) -> tuple[fl
     >>> window_bounds(("1970-01-02", None), is_datetime=True)
     (86400000.0, inf)
     """
+    window = window or (None, None)
+    return (_bound(window[0], -np.inf, is_datetime, "start"),
+            _bound(window[1], np.inf, is_datetime, "end"))
+
+
+def _bound(b: Any, default: float, is_datetime: bool, which: str) -> float:
+    """One window bound as a number on the time axis, or a VizdebugError saying what the
+    time column holds and what would work."""
+    if b is None:
+        return default
+    if not is_datetime:
+        if isinstance(b, bool) or not isinstance(b, (int, float, np.integer, np.floating)):
+            raise VizdebugError(
+                f"window {which} {b!r} is a {type(b).__name__}, but the time column holds "
+                f"numbers: pass numbers, e.g. window=(0, 100), or a datetime time column")
+        return float(b)
+    return _datetime_bound(b, which)
+
+
+def _datetime_bound(b: Any, which: str) -> float:
     import pandas as pd
 
-    def bound(b: Any, default: float) -> float:
-        if b is None:
-            return default
-        if not is_datetime:
-            return float(b)
-        ts = pd.Timestamp(b)
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        return float(ts.value // 1_000_000)
-
-    window = window or (None, None)
-    return bound(window[0], -np.inf), bound(window[1], np.inf)
+    if isinstance(b, (bool, float, np.floating)) or (isinstance(b, str) and not b.strip()):
+        ts = None  # a float is no date; pandas would read 1.5 as nanoseconds
+    else:
+        try:
+            ts = pd.Timestamp(b)
+        except (ValueError, TypeError, OverflowError):  # OutOfBoundsDatetime is a ValueError
+            ts = None
+    if ts is None or ts is pd.NaT:
+        raise VizdebugError(
+            f"window {which} {b!r} is not a date or time, but the time column holds "
+            f"datetimes: pass e.g. window=('2024-01-01', '2024-02-01') or pd.Timestamp values")
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+    return float(ts.value // 1_000_000)
 
 
 def time_values(raw: Any, is_datetime: bool, name: str | None) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...findings import Finding, Findings
 from ..grouping import group_findings
+from .project import is_collapsed
 from .quality import (
     NEIGHBOUR_SAMPLE,
     OVERLAP_SHARE,
@@ -65,7 +66,7 @@ def feature_geometry(x: np.ndarray, labels: np.ndarray | None, seed: int = 0) ->
     (1.0, 0, [])
     """
     sample = sample_positions(len(x), NEIGHBOUR_SAMPLE, seed)
-    geo = Geometry(sample, collapsed=_collapsed(x))
+    geo = Geometry(sample, collapsed=is_collapsed(x))
     if labels is None or len(sample) < 3:
         return geo
     geo.codes, geo.names = label_codes(labels[sample])
@@ -77,13 +78,6 @@ def feature_geometry(x: np.ndarray, labels: np.ndarray | None, seed: int = 0) ->
     geo.overlaps = overlapping_classes(votes, geo.codes, OVERLAP_INFO_SHARE)
     geo.suspects = _outside_overlaps(label_noise_suspects(votes, geo.codes), geo)
     return geo
-
-
-def _collapsed(x: np.ndarray) -> bool:
-    """At least two points, and no dimension varies by more than 1e-6 of the values' size."""
-    if len(x) < 2:
-        return False
-    return float(x.std(axis=0).max()) <= 1e-6 * max(float(np.abs(x).max()), 1e-30)
 
 
 def _outside_overlaps(found: Suspects, geo: Geometry) -> Suspects:

@@ -1,13 +1,15 @@
 """Embeddings as pictures: feature adapters, a PCA preview, and t-SNE / UMAP layouts.
 
 Pure numpy and scikit-learn; ``sklearn.manifold`` and ``umap`` are imported inside the
-functions that fit them (a cold ``import umap`` costs 12-14 s here). Quality figures and
+functions that fit them (a cold ``import umap`` costs 12-14 s here). The PCA itself is
+:mod:`.pca`. Every fit is guarded (:func:`refined_layout`): the library sees conditioned
+features and a checked start, and collapsed features are not fitted at all, because
+scikit-learn's t-SNE kills the process on them. Quality figures and
 findings from the geometry live in :mod:`vizdebug.analysis.embeddings.quality`.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,7 @@ import numpy as np
 
 from ..._env import is_tensor
 from ...errors import VizdebugError, VizdebugTypeError, describe
+from .pca import conditioned, pca_layout
 
 METHODS = ("auto", "pca", "tsne", "umap")
 TSNE_MAX_AUTO = 5000  # above this, auto picks UMAP (sklearn t-SNE: 4 s at 2k, 29 s at 10k)
@@ -152,78 +155,6 @@ def duplicate_count(x: np.ndarray) -> int:
     return int(len(x) - len(np.unique(rows)))
 
 
-def pca_layout(x: np.ndarray) -> np.ndarray:
-    """The first two principal components of ``x`` (``n x 2``; zeros where there is no
-    spread), with signs fixed so the same data always gives the same picture. Exact up
-    to 2 million values; above, a seeded randomized SVD (Halko et al.), so that a preview
-    of 10k x 512 takes a tenth of a second.
-
-    Examples
-    --------
-    >>> xy = pca_layout(np.array([[0.0, 0.0], [1.0, 1.0], [3.0, 3.0]]))
-    >>> xy.shape, xy[:, 1].tolist()
-    ((3, 2), [0.0, 0.0, 0.0])
-    """
-    n, d = x.shape
-    out = np.zeros((n, 2))
-    if n < 2:
-        return out
-    with np.errstate(over="ignore", invalid="ignore"):
-        centred = x - x.mean(axis=0)
-        scale = float(np.abs(centred).max())
-    if not 0 < scale < np.inf:  # no spread, or values past the float range
-        return out
-    centred = centred / scale  # products of values near 1e308 would overflow
-    exact = n * d <= EXACT_PCA_VALUES
-    if exact:
-        with _one_thread():
-            proj = _top2_exact(centred.astype(np.float64))
-    else:
-        proj = _top2_randomized(centred)
-    with np.errstate(over="ignore"):
-        full = proj * scale
-    out[:, : proj.shape[1]] = full if np.isfinite(full).all() else proj
-    biggest = np.abs(out).max()
-    out[:, np.abs(out).max(axis=0) <= 1e-12 * max(biggest, 1e-300)] = 0.0
-    signs = np.sign(out[np.abs(out).argmax(axis=0), [0, 1]])
-    return out * np.where(signs == 0, 1.0, signs)
-
-
-EXACT_PCA_VALUES = 2_000_000
-
-
-def _one_thread() -> Any:
-    """BLAS on one thread for small products: on a busy 2-core machine OpenBLAS's threads
-    waiting on each other made a 64 x 64 eigh of a 10k x 64 preview take 0.35-0.4 s
-    instead of 0.04 s; threads gain nothing at this size."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # comes with scikit-learn; without it, BLAS as configured
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
-
-
-def _top2_exact(centred: np.ndarray) -> np.ndarray:
-    n, d = centred.shape
-    if d <= n:  # d x d eigenproblem
-        _, vecs = np.linalg.eigh(centred.T @ centred)
-        return centred @ vecs[:, ::-1][:, :2]
-    vals, vecs = np.linalg.eigh(centred @ centred.T)  # more dimensions than points
-    return vecs[:, ::-1][:, :2] * np.sqrt(np.clip(vals[::-1][:2], 0, None))
-
-
-def _top2_randomized(centred: np.ndarray, oversample: int = 8, power: int = 6) -> np.ndarray:
-    # subspace iteration on the d side: only d x k matrices are orthonormalised (a QR of
-    # the tall n x k one cost more than all the products on a loaded 2-core machine)
-    a = centred.astype(np.float32, copy=False)
-    q = np.random.default_rng(0).normal(size=(a.shape[1], 2 + oversample)).astype(np.float32)
-    for _ in range(power):
-        q = np.linalg.qr(a.T @ (a @ q))[0]
-    b = a @ q
-    _, vecs = np.linalg.eigh((b.T @ b).astype(np.float64))
-    return b.astype(np.float64) @ vecs[:, ::-1][:, :2]
-
-
 def choose_method(method: str, n: int) -> str:
     """The layout a ``method`` asks for at ``n`` points (``auto``: t-SNE up to 5,000
     points, UMAP above; tiny sets stay PCA).
@@ -241,33 +172,121 @@ def choose_method(method: str, n: int) -> str:
     return method
 
 
+def layout_plan(method: str, x: np.ndarray) -> tuple[str, str | None]:
+    """The layout to fit to the features ``x`` and, where it is not the one asked for, why.
+
+    Collapsed features (:func:`is_collapsed`) keep their PCA picture: a t-SNE or UMAP of
+    one repeated vector draws rounding noise, and scikit-learn's t-SNE kills the process
+    on them (its PCA start divides by a zero spread, then its Barnes-Hut tree recurses
+    on NaN).
+
+    Examples
+    --------
+    >>> layout_plan("auto", np.ones((50, 4)))
+    ('pca', 'all 50 points are the same vector: t-SNE skipped, PCA shown')
+    >>> layout_plan("tsne", np.zeros((3, 2)))
+    ('pca', '3 points are too few for tsne: PCA shown')
+    """
+    chosen = choose_method(method, len(x))
+    if chosen == "pca":
+        asked = method.lower()
+        return chosen, (None if asked in ("pca", "auto") else
+                        f"{len(x)} points are too few for {method}: PCA shown")
+    if is_collapsed(x):
+        return "pca", (f"all {len(x):,} points are the same vector: "
+                       f"{_NAMES[chosen]} skipped, PCA shown")
+    return chosen, None
+
+
+_NAMES = {"tsne": "t-SNE", "umap": "UMAP"}
+
+
+def is_collapsed(x: np.ndarray) -> bool:
+    """At least two points, and no dimension varies by more than 1e-6 of the values' size
+    (or by more than 1e-36 where the values themselves are below 1e-30).
+
+    >>> is_collapsed(np.ones((4, 3))), is_collapsed(np.eye(3))
+    (True, False)
+    """
+    if len(x) < 2:
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        size = float(np.abs(x).max())
+        unit = np.asarray(x, dtype=np.float64) / size if 0 < size < np.inf else x
+        spread = float(unit.std(axis=0).max())  # in units of the size: no overflow
+    return spread <= 1e-6 * max(1.0, 1e-30 / size if size > 0 else 1.0)
+
+
 def refined_layout(x: np.ndarray, method: str, params: dict[str, Any] | None = None,
                    stage: Callable[[str], None] | None = None) -> np.ndarray:
     """Fit ``method`` ("tsne" or "umap") to ``x`` and return ``n x 2`` coordinates.
 
     ``params`` go to the library as given, over defaults that fit small sets (perplexity
     and ``n_neighbors`` below the number of points). ``stage`` hears what is happening.
+    The library sees ``x`` :func:`conditioned`, t-SNE starts from a checked PCA layout,
+    and collapsed features are not fitted (their PCA layout comes back, and ``stage``
+    says so), so that no input can crash the process.
+
+    Examples
+    --------
+    >>> refined_layout(np.zeros((20, 3)), "tsne").tolist() == np.zeros((20, 2)).tolist()
+    True
     """
     stage = stage or (lambda _msg: None)
     params = dict(params or {})
-    if method == "tsne":
-        return _tsne(x, params, stage)
-    if method == "umap":
-        return _umap(x, params, stage)
-    if method == "pca":
+    if method not in ("tsne", "umap", "pca"):
+        raise VizdebugError(f"cannot refine with method {method!r}; use 'tsne' or 'umap'")
+    if method == "pca" or is_collapsed(x):
+        if method != "pca":
+            stage(f"all {len(x):,} points are the same vector: {_NAMES[method]} skipped")
         return pca_layout(x)
-    raise VizdebugError(f"cannot refine with method {method!r}; use 'tsne' or 'umap'")
+    if method == "tsne":
+        return _tsne(conditioned(x), params, stage)
+    return _umap(conditioned(x), params, stage)
 
 
 def _tsne(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
     from sklearn.manifold import TSNE
 
     n = len(x)
-    settings = {"n_components": 2, "init": "pca", "random_state": 0,
+    settings = {"n_components": 2, "init": pca_start(x), "random_state": 0,
                 "perplexity": float(min(30.0, max(1.0, (n - 1) / 3)))}
     settings.update(params)
+    settings["init"] = checked_start(settings["init"], n)
     stage(f"fitting t-SNE on {n:,} points (perplexity {settings['perplexity']:g})")
     return np.asarray(TSNE(**settings).fit_transform(x), dtype=np.float64)
+
+
+def pca_start(x: np.ndarray) -> np.ndarray | str:
+    """sklearn's ``init="pca"`` made safe: the PCA layout scaled so that its first axis
+    has standard deviation 1e-4 (as sklearn does), or ``"random"`` where it has none.
+
+    >>> pca_start(np.zeros((5, 3)))
+    'random'
+    """
+    layout = pca_layout(x)
+    sd = float(np.std(layout[:, 0]))
+    if not 0 < sd < np.inf:
+        return "random"
+    return (layout / sd * 1e-4).astype(np.float32)
+
+
+def checked_start(init: Any, n: int) -> Any:
+    """A t-SNE / UMAP ``init`` that is a name, or an ``n x 2`` array of finite values
+    (a NaN start crashes sklearn's t-SNE; a start with no spread gives NaN gradients).
+
+    >>> checked_start("random", 3)
+    'random'
+    """
+    if isinstance(init, str):
+        return init
+    arr = np.asarray(init, dtype=np.float64)
+    if arr.shape != (n, 2) or not np.isfinite(arr).all():
+        raise VizdebugError(f"init must be a method name or an {n} x 2 array of finite "
+                            f"numbers, got {describe(init)}")
+    if not float(np.abs(arr - arr.mean(axis=0)).max()) > 0:
+        return "random"
+    return arr.astype(np.float32)
 
 
 def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
@@ -279,6 +298,8 @@ def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -
                           f"(or use method='tsne'); import failed with: {exc}") from exc
     settings = {"n_components": 2, "n_neighbors": int(min(15, len(x) - 1)), "random_state": 0}
     settings.update(params)
+    if "init" in settings:
+        settings["init"] = checked_start(settings["init"], len(x))
     if settings["random_state"] is not None:  # seeded UMAP runs on one thread anyway
         settings.setdefault("n_jobs", 1)
     stage(f"fitting UMAP on {len(x):,} points (n_neighbors {settings['n_neighbors']})")
@@ -291,6 +312,8 @@ def unit_box(layout: np.ndarray, margin: float = 0.05) -> np.ndarray:
     >>> unit_box(np.array([[0.0, 0.0], [4.0, 2.0]])).tolist()
     [[-0.949999988079071, -0.4749999940395355], [0.949999988079071, 0.4749999940395355]]
     """
+    size = float(np.abs(layout).max()) if layout.size else 0.0
+    layout = layout / size if 0 < size < np.inf else layout  # spans near 1e308 overflow
     lo, hi = layout.min(axis=0), layout.max(axis=0)
     span = float((hi - lo).max())
     centre = (lo + hi) / 2

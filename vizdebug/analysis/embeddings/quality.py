@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .pca import conditioned
+
 K_NEIGHBOURS = 10
 TRUST_NEIGHBOURS = 5  # sklearn's default
 TRUST_SAMPLE = 2000  # the rank matrix is m x m
@@ -49,7 +51,8 @@ def neighbour_index(x: np.ndarray, k: int = K_NEIGHBOURS) -> np.ndarray:
     k = min(k, len(x) - 1)
     if k < 1:
         return np.zeros((len(x), 0), dtype=np.intp)
-    return NearestNeighbors(n_neighbors=k).fit(x).kneighbors(return_distance=False)
+    # neighbours do not change with scale; squared distances of values near 1e300 overflow
+    return NearestNeighbors(n_neighbors=k).fit(conditioned(x)).kneighbors(return_distance=False)
 
 
 def trustworthiness(x: np.ndarray, layout: np.ndarray, k: int = TRUST_NEIGHBOURS) -> float:
@@ -64,6 +67,7 @@ def trustworthiness(x: np.ndarray, layout: np.ndarray, k: int = TRUST_NEIGHBOURS
     n = len(x)
     if not 1 <= k < n / 2:
         raise ValueError(f"trustworthiness needs 1 <= k < n / 2; got k={k} for n={n}")
+    x = conditioned(x)  # ranks do not change with scale; x @ x.T of values near 1e300 does
     sq = (x * x).sum(axis=1)
     dist = np.maximum(sq[:, None] + sq[None, :] - 2 * (x @ x.T), 0)
     np.fill_diagonal(dist, np.inf)
