@@ -260,3 +260,17 @@ def test_a_store_name_that_fits_is_taken(tmp_path):
     session.log(loss=1.0)
     session.close()
     assert vd.open_run(path).state == "closed"
+
+
+def test_open_run_of_a_file_this_process_writes_sees_everything_logged(tmp_path):
+    """A notebook that opens its own live session's file (README: track_embeddings, then
+    open_run) must not race the writer's half-second tick."""
+    model = torch.nn.Linear(2, 1)
+    session = vd.watch(model, store=str(tmp_path / "live.sqlite"))
+    try:
+        for step in range(5):
+            session.log(step=step, loss=float(step))
+        run = vd.open_run(tmp_path / "live.sqlite")
+        assert run.scalars()["value"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    finally:
+        session.close()

@@ -23,16 +23,18 @@ class Viewable:
 
     def dashboard(self, **options: Any) -> Any:
         """The training dashboard (see :class:`vizdebug.views.dashboard.Dashboard`); it
-        follows a source that is still collecting or being written.
+        follows a source that is still collecting or being written. Called in a notebook
+        cell, it shows there at once, before the training loop that follows it.
 
         Examples
         --------
         >>> session.dashboard()   # doctest: +SKIP
         """
+        from .views._display import shown_where_called
         from .views.dashboard import Dashboard
 
         options.setdefault("live", self._live_by_default())
-        return Dashboard.from_session(self, **options)
+        return shown_where_called(Dashboard.from_session(self, **options))
 
     def embeddings(self, layer: str | None = None, **options: Any) -> Any:
         """The tracked embeddings of ``layer`` (the first tracked by default) over training:
@@ -46,6 +48,7 @@ class Viewable:
         >>> session.embeddings()            # doctest: +SKIP
         >>> vd.open_run(path).embeddings()  # doctest: +SKIP
         """
+        from .views._display import shown_where_called
         from .views.embedding_timeline import show_embedding_frames
 
         frames = self.embedding_frames(layer)  # type: ignore[attr-defined]
@@ -54,7 +57,7 @@ class Viewable:
         follow = getattr(self, "_follow_embeddings", None)
         if follow is not None:  # a running session: the slider grows with each new frame
             follow(frames[0].layer, view)
-        return view
+        return shown_where_called(view)
 
     def to_html(self) -> str:
         """The dashboard as it is now, as static HTML (used by ``vd.report``)."""

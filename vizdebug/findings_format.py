@@ -223,6 +223,14 @@ def _row(f: Any, said: dict[str, str], target: Callable[[Any], dict[str, Any] | 
             f'{_evidence_html(f, target(f))}{folded}</li>')
 
 
+# The mark before what a finding points at: a small drawn lens, not the emoji (U+1F50D),
+# which a machine without an emoji font shows as an empty box.
+_LENS = ('<svg width="11" height="11" viewBox="0 0 12 12" aria-hidden="true" '
+         'style="vertical-align:-1px"><circle cx="5" cy="5" r="3.6" fill="none" '
+         'stroke="currentColor" stroke-width="1.5"/><path d="M7.7 7.7L11 11" '
+         'stroke="currentColor" stroke-width="1.7" stroke-linecap="round"/></svg>')
+
+
 def _evidence_html(f: Any, target: dict[str, Any] | None) -> str:
     """One line under the finding: what it points at, with a sparkline or thumbnails."""
     series = sparkline(f.evidence.get("series"))
@@ -240,7 +248,7 @@ def _evidence_html(f: Any, target: dict[str, Any] | None) -> str:
             label = f"{kind} {target['name']}"
         attrs = (f'data-kind="{html.escape(kind)}" data-name="{html.escape(target["name"] or "")}"'
                  f' data-indices="{",".join(str(i) for i in target["indices"][:256])}"')
-        parts.append(f'<span class="vd-evidence-target" {attrs}>&#128269; '
+        parts.append(f'<span class="vd-evidence-target" {attrs}>{_LENS} '
                      f'{html.escape(label)}</span>')
     return ('<div class="vd-evidence" style="color:#555;margin-left:1.2em;font-size:12px">'
             + " ".join(parts) + series + thumbs + "</div>")

@@ -6,18 +6,27 @@ empty one.
 
 JupyterLab runs 01 and 03 in test_batch_browser / test_drift_browser; here it runs 02.
 Notebook 02 trains one epoch instead of eight (what is checked is the page, not the fit).
+
+Then the path other front ends take (VS Code, Colab, nbconvert pages with widgets): every
+view through the standalone Jupyter widgets HTML manager, no JupyterLab, offline (see
+``standalone.py``): alone in its page (Colab's one frame per output) the widget draws and
+the twin shows its picture; together the widget hides its twin; without widget state the
+twin stays.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 
 import nbformat
+import numpy as np
 import pytest
 
+from . import standalone
 from .conftest import ARTIFACTS
-from .lab import JupyterLab
+from .lab import CHROMIUM, CHROMIUM_FLAGS, JupyterLab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -123,3 +132,83 @@ def test_example_notebooks_in_both_front_ends(frontend, lab_root):
                 app.screenshot(page, f"02_{frontend}.png")
             page.close()
     print(f"{frontend}: {time.perf_counter() - start:.0f} s")
+
+
+# -- the standalone HTML manager ---------------------------------------------------------------
+def _views() -> dict:
+    """One of each kind of view, small."""
+    import torch
+
+    import vizdebug as vd
+
+    rng = np.random.default_rng(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    session = vd.watch(model, every=1)
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = model(torch.randn(16, 4)).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        session.log(loss=loss)
+    session.close()
+    x = rng.normal(size=(90, 6)) + np.repeat(np.eye(6)[:3] * 4, 30, axis=0)
+    return {"batch": vd.show_batch(rng.random((8, 3, 16, 16), dtype=np.float32), n=8),
+            "drift": vd.compare_distributions({"x": rng.normal(0, 1, 300)},
+                                              {"x": rng.normal(1, 1, 300)}),
+            "dashboard": session.dashboard(live=False),
+            "embeddings": vd.show_embeddings(x, labels=np.arange(90) // 30, method="pca").wait()}
+
+
+# per page: is the twin laid out, did a widget draw (an element of some height in the area
+# the manager made), did it hand back to its twin (a widget that cannot draw here), and the
+# manager's own error text
+PAGE_JS = """() => {
+  const twin = document.querySelector('.vd-static-fallback');
+  const area = document.querySelector('.widget-subarea');
+  const drawn = area ? [...area.querySelectorAll('*')].some(e => e.tagName !== 'STYLE'
+      && e.getBoundingClientRect().height > 60) : false;
+  return {twin: twin ? twin.getBoundingClientRect().height > 40 : null, drawn,
+          handedBack: !!document.querySelector('[data-vd-twin-shown="1"]'),
+          error: /Error|javascript error/.test(area ? area.innerText : '')};
+}"""
+
+
+@pytest.mark.skipif(not standalone.available(), reason="@jupyter-widgets/html-manager is not "
+                    f"in {standalone.HTML_MANAGER}: scripts/test.sh installs it with npm")
+def test_every_view_through_the_standalone_html_manager(tmp_path, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    folder = standalone.site(tmp_path)
+    files = {name: standalone.pages(folder, name, *standalone.outputs(view, monkeypatch))
+             for name, view in _views().items()}
+    seen: dict = {}
+    with standalone.serve(folder) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        outside: list[str] = []
+        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base)
+                      else (outside.append(r.request.url), r.abort()))
+        for name, cases in files.items():
+            for case, file in cases.items():
+                page, errors = context.new_page(), []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                page.goto(f"{base}/{file}")
+                if case in ("twin", "no-state"):  # nothing is to draw: give it the time
+                    page.wait_for_timeout(2000)
+                else:
+                    page.wait_for_function(f"() => ({PAGE_JS})().drawn", timeout=30_000)
+                page.wait_for_timeout(500)
+                seen[name, case] = {**page.evaluate(PAGE_JS), "errors": errors}
+                page.screenshot(path=str(ARTIFACTS / f"standalone-{file}.png"), full_page=True)
+                page.close()
+        browser.close()
+    print(json.dumps({f"{n}/{c}": v for (n, c), v in seen.items()}, indent=1))
+    assert outside == []  # every model, anywidget's included, loaded without a CDN
+    for name in files:
+        alone, twin, both, gone = (seen[name, c] for c in ("widget", "twin", "both", "no-state"))
+        assert alone["drawn"] and not alone["error"] and alone["errors"] == [], (name, alone)
+        assert twin["twin"], (name, twin)  # one output per page: the picture, on its own
+        assert both["drawn"] and both["errors"] == [], (name, both)
+        assert both["twin"] == both["handedBack"], (name, both)  # hidden unless handed back
+        assert gone["twin"] and not gone["drawn"], (name, gone)  # no state: the picture stays

@@ -37,7 +37,9 @@ def open_run(path: str | os.PathLike) -> Run:
     """Open a run stored by ``vd.watch(model, store=path)``.
 
     ``path`` is the run file, or a folder (its newest run). The run may still be written
-    by another process: the Run reads what was committed, and its dashboard follows.
+    by another process: the Run reads what was committed, and its dashboard follows. A run
+    this process is still writing is written up to now first, so a notebook that opens
+    its own session's file sees everything logged so far.
 
     Examples
     --------
@@ -51,4 +53,16 @@ def open_run(path: str | os.PathLike) -> Run:
     >>> run.state, run.scalars()["value"].tolist()
     ('closed', [0.0, 1.0, 2.0])
     """
-    return Run(_resolve(path))
+    resolved = _resolve(path)
+    _write_up_to_now(resolved)
+    return Run(resolved)
+
+
+def _write_up_to_now(path: Path) -> None:
+    """Have this process's live writer of ``path`` (if any) write what it holds."""
+    from .registry import OPEN
+
+    real = os.path.realpath(path)
+    for writer in list(OPEN):
+        if not writer.closed and os.path.realpath(writer.path) == real:
+            writer.tick()

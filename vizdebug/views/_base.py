@@ -24,6 +24,23 @@ CSS = """
 """
 
 TWIN_INTERVAL = 10.0  # seconds between updates of a running view's static twin, at least
+RERUN_NOTE = ("Live view not loaded: run this cell again to bring it back. "
+              "The picture above shows the view as it was last drawn.")
+
+
+def rerun_note_style(fallback_id: str) -> str:
+    """The twin's rule that says what to do where its widget cannot be shown.
+
+    A notebook reopened with a fresh kernel has no model for the widget, and JupyterLab and
+    Notebook 7 write "Error displaying widget: model not found" into its output: a node
+    with the ``jupyter-widgets`` class and text only (a rendered widget has elements; the
+    "Loading widget..." placeholder lacks the class). That output follows the twin in the
+    same output area, so the twin's own style can replace the words with :data:`RERUN_NOTE`.
+    """
+    widget = (f'.jp-OutputArea-child:has(.vd-static-fallback[data-vd-fallback="{fallback_id}"])'
+              " + .jp-OutputArea-child > .jp-OutputArea-output.jupyter-widgets:not(:has(*))")
+    return (f"<style>{widget}{{font-size:0;padding:2px 0}}{widget}::before{{"
+            f'content:"{RERUN_NOTE}";font:italic 13px system-ui,sans-serif;color:#555}}</style>')
 
 
 def script_json(data: Any) -> str:
@@ -116,10 +133,19 @@ class View:
         fragment = self._twin_html() if fragment is None else fragment
         static = f'<div class="vd-view"><style>{CSS}</style>{fragment}</div>'
         if fallback_id:
-            static = f'<div class="vd-static-fallback" data-vd-fallback="{fallback_id}">{static}</div>'
+            static = (f'<div class="vd-static-fallback" data-vd-fallback="{fallback_id}">'
+                      f"{static}{rerun_note_style(fallback_id)}</div>")
         return {"text/plain": repr(self), "text/html": static}
 
     def _ipython_display_(self) -> None:
+        """Show the view once per cell (see :mod:`vizdebug.views._display`): a view
+        already shown where it was called is not shown again as the last expression."""
+        from ._display import first_display_in_cell
+
+        if first_display_in_cell(self):
+            self._show()
+
+    def _show(self) -> None:
         """Two outputs: static HTML, then the live widget, which hides the static one.
 
         nbconvert (with or without saved widget state), GitHub and a reopened notebook

@@ -165,6 +165,43 @@ def nonfinite_trace(name: str, x: np.ndarray, y: np.ndarray) -> dict[str, Any] |
             "hovertemplate": "%{text}<extra></extra>"}
 
 
+def nonfinite_words(name: str, values: np.ndarray, what: str = "values") -> str:
+    """What a series with no finite value holds, in words (for a panel that would
+    otherwise draw an axis fitted to nothing).
+
+    Examples
+    --------
+    >>> nonfinite_words("loss", np.full(44, np.nan))
+    'loss: all 44 values NaN'
+    >>> nonfinite_words("loss", np.array([np.nan, np.inf, np.inf]))
+    'loss: all 3 values non-finite (1 NaN, 2 +inf)'
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    counts = [(int(np.isnan(v).sum()), "NaN"), (int((v == np.inf).sum()), "+inf"),
+              (int((v == -np.inf).sum()), "-inf")]
+    kinds = [(n, word) for n, word in counts if n]
+    if len(kinds) == 1:
+        kind = kinds[0][1]
+    else:
+        kind = "non-finite (" + ", ".join(f"{n} {word}" for n, word in kinds) + ")"
+    if v.size == 1:
+        return f"{label(name)}: its one value is {kind}"
+    return f"{label(name)}: all {v.size} {what} {kind}"
+
+
+def nothing_finite(rec: TrainingRecords, traces: list[dict[str, Any]]) -> str | None:
+    """The curves panel's words when none of its drawn lines has a finite point (``None``
+    when something can be drawn): each metric that is all NaN/inf, one to a line."""
+    drawn = [t for t in traces if t.get("yaxis", "y") in ("y", "y2")
+             and t.get("visible", True) is True]
+    if not drawn or any(v is not None for t in drawn for v in t.get("y") or []):
+        return None
+    lines = [nonfinite_words(name, values) for name, (_, values) in rec.scalars.items()
+             if name not in _HIDDEN and not is_lr_name(name) and np.size(values)
+             and not np.isfinite(np.asarray(values, dtype=float)).any()]
+    return "<br>".join(lines) or None
+
+
 def outlier_trace(name: str, x: np.ndarray, y: np.ndarray, axis: str,
                   bounds: tuple[float, float], colour: str) -> dict[str, Any] | None:
     """Triangles at the edge of the robust range for values beyond it."""

@@ -22,9 +22,12 @@ from ._dashboard_curves import (
     curves_layout,
     epoch_marks,
     label,
+    nonfinite_words,
+    nothing_finite,
     stable_downsample,
     stable_width,
 )
+from ._figure_svg import CAPTION_BELOW
 
 __all__ = ["MAX_COLUMNS", "MAX_POINTS", "PANELS", "dashboard_panels", "epoch_marks",
            "twin_figure"]
@@ -213,14 +216,34 @@ def dashboard_panels(rec: TrainingRecords, system: np.ndarray,
     layouts = _panel_layouts(rec, data)
     layouts["curves"] = _layout("<b>Learning curves</b>", 340, right=60,
                                 **curves_layout(rec, curves, bounds))
-    for name, traces in data.items():
-        if not traces:
-            layouts[name]["annotations"] = [
-                {"text": _EMPTY[name], "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
-                 "showarrow": False, "font": {"size": 12, "color": "#777"}}]
-            layouts[name]["xaxis"] = dict(layouts[name].get("xaxis", {}), visible=False)
-            layouts[name]["yaxis"] = dict(layouts[name].get("yaxis", {}), visible=False)
+    words = {name: _EMPTY[name] for name, traces in data.items() if not traces}
+    words.update(_nothing_to_draw(rec, data))
+    for name, text in words.items():
+        data[name] = []
+        layouts[name].pop("shapes", None)
+        layouts[name]["annotations"] = [
+            {"text": text, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
+             "showarrow": False, "font": {"size": 12, "color": "#777"}}]
+        layouts[name]["xaxis"] = dict(layouts[name].get("xaxis", {}), visible=False)
+        layouts[name]["yaxis"] = dict(layouts[name].get("yaxis", {}), visible=False)
     return {name: {"data": data[name], "layout": layouts[name]} for name in PANELS}
+
+
+def _nothing_to_draw(rec: TrainingRecords, data: dict[str, list]) -> dict[str, str]:
+    """Panels that have traces but not one finite value to draw, and what to say instead:
+    an axis fitted to no values is invented (made-up ticks round a made-up level), and an
+    all-grey heatmap or a row of empty bars reads as "nothing wrong"."""
+    out = {}
+    curves = nothing_finite(rec, data["curves"])
+    if curves:
+        out["curves"] = curves
+    if data["grads"] and not np.isfinite(rec.grad("grad_norm")).any():
+        out["grads"] = nonfinite_words("gradient norms", rec.grad("grad_norm"),
+                                       "sampled values")
+    if data["health"] and not np.isfinite(rec.act("mean")[-1]).any():
+        step = int(rec.act_steps[-1]) if len(rec.act_steps) else 0
+        out["health"] = f"activations: the latest sample (step {step}) is NaN/inf everywhere"
+    return out
 
 
 def twin_figure(panel: dict[str, Any]) -> dict[str, Any]:
@@ -234,6 +257,8 @@ def twin_figure(panel: dict[str, Any]) -> dict[str, Any]:
                   "xanchor": "left", "font": {"size": 13}})
     margin = dict(layout.get("margin") or {})
     margin["t"] = max(margin.get("t", 30), 40)
+    if any(t.get("type") == "heatmap" for t in panel["data"]):  # the colour key's line
+        margin["b"] = max(margin.get("b", 40), CAPTION_BELOW + 10)
     if layout.get("showlegend"):
         margin["r"] = max(margin.get("r", 20), 150)
     layout.update(annotations=notes, margin=margin)

@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 
 WIDTH = 1000
+#: How far under the plot a heatmap's colour key sits when the x axis has a title (the
+#: title's line is at 25 px): a figure needs a bottom margin of a little more than this.
+CAPTION_BELOW = 39
 _TAG = re.compile(r"<[^>]*>")
 _VIRIDIS = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
             "#6ece58", "#b5de2b", "#fde725")
@@ -69,13 +72,17 @@ class _Axis:
         self.values: list[float] = []
         self.categories: list[str] = []
 
+    @property
+    def log(self) -> bool:
+        return self.spec.get("type") == "log"
+
     def add(self, values: Any) -> None:
         for v in values or []:
             if isinstance(v, str):
                 if v not in self.categories:
                     self.categories.append(v)
-            elif v is not None and math.isfinite(v):
-                self.values.append(float(v))
+            elif v is not None and math.isfinite(v) and not (self.log and v <= 0):
+                self.values.append(math.log10(v) if self.log else float(v))
 
     def finish(self) -> None:
         rng = self.spec.get("range")
@@ -94,7 +101,10 @@ class _Axis:
     def pos(self, v: Any) -> float:
         if isinstance(v, str):
             v = self.categories.index(v) if v in self.categories else 0
-        frac = (float(v) - self.lo) / ((self.hi - self.lo) or 1.0)
+        v = float(v)
+        if self.log:  # a log axis holds log10 of its values (plotly's convention)
+            v = math.log10(v) if v > 0 else self.lo
+        frac = (v - self.lo) / ((self.hi - self.lo) or 1.0)
         if self.reversed:
             frac = 1 - frac
         return self.start + frac * (self.end - self.start)
@@ -130,22 +140,27 @@ def _scatter(trace: dict[str, Any], xa: _Axis, ya: _Axis) -> str:
     colour = html.escape(str(line.get("color") or marker.get("color") or "#1f77b4"))
     opacity = float(trace.get("opacity", 1.0))
     mode = trace.get("mode", "lines")
-    parts, run = [], []
-    for x, y in zip(xs, ys):
+    parts, run, lone = [], [], []  # lone: points with no line through them (a gap each side)
+    for x, y in zip([*xs, None], [*ys, None]):
         if x is None or y is None:
-            if len(run) > 1:
-                parts.append(run)
+            if run:
+                (parts if len(run) > 1 else lone).append(run)
             run = []
             continue
         run.append(f"{xa.pos(x):.1f},{ya.pos(y):.1f}")
-    if len(run) > 1:
-        parts.append(run)
     out = []
+    if trace.get("fill") == "toself" and parts:  # a band: its outline filled
+        points = " ".join(" ".join(p) for p in parts)
+        out.append(f'<polygon points="{points}" fill="{colour}" stroke="none" '
+                   f'opacity="{opacity}"/>')
+        return "".join(out)
     if "lines" in mode:
         dash = ' stroke-dasharray="2,3"' if line.get("dash") in ("dot", "dash") else ""
         width = line.get("width", 1.5)
         out += [f'<polyline points="{" ".join(p)}" fill="none" stroke="{colour}" '
                 f'stroke-width="{width}" opacity="{opacity}"{dash}/>' for p in parts]
+        if "markers" not in mode:  # a lone point drawn as a dot, not left out
+            out += [_dot(p[0], colour, opacity) for p in lone]
     if "markers" in mode and len(xs) <= 200:
         cross = marker.get("symbol") == "x"
         for x, y in zip(xs, ys):
@@ -156,6 +171,11 @@ def _scatter(trace: dict[str, Any], xa: _Axis, ya: _Axis) -> str:
                        'stroke-width="2"/>' if cross else
                        f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{colour}"/>')
     return "".join(out)
+
+
+def _dot(point: str, colour: str, opacity: float) -> str:
+    x, y = point.split(",")
+    return f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}" opacity="{opacity}"/>'
 
 
 def _colour(v: float, lo: float, hi: float) -> str:
@@ -180,9 +200,13 @@ def _heatmap(trace: dict[str, Any], xa: _Axis, ya: _Axis) -> str:
         for j, v in enumerate(row):
             out.append(f'<rect x="{xa.start + j * w:.1f}" y="{y:.1f}" width="{w + 0.3:.1f}" '
                        f'height="{h + 0.3:.1f}" fill="{_colour(v, lo, hi)}"/>')
-    below = max(ya.start, ya.end) + 26  # under the x tick labels
+    # the colour key goes under the tick labels, and under the axis title when there is
+    # one (the two lines drawn at one height are unreadable)
+    titled = bool((xa.spec.get("title") or {}).get("text"))
+    below = max(ya.start, ya.end) + (CAPTION_BELOW if titled else 26)
+    what = text_of(((trace.get("colorbar") or {}).get("title") or {}).get("text") or "value")
     out.append(f'<text x="{xa.start:.0f}" y="{below:.0f}" font-size="10" fill="#555">'
-               f"colour: log10 |g| from {_fmt(lo)} (dark) to {_fmt(hi)} (yellow); grey: "
+               f"colour: {what} from {_fmt(lo)} (dark) to {_fmt(hi)} (yellow); grey: "
                "none or not finite</text>")
     return "".join(out)
 
@@ -202,6 +226,27 @@ def _bars(traces: list[dict[str, Any]], xa: _Axis, ya: _Axis) -> str:
     return "".join(out)
 
 
+def _distinct_labels(values: list[float], fmt: Any) -> list[str]:
+    """Tick labels that tell neighbours apart: more digits where ``fmt`` writes two alike
+    (413.475, 413.5 and 413.525 are all "413.5" to four digits)."""
+    labels = [fmt(v) for v in values]
+    for digits in range(5, 13):
+        if fmt is not _fmt or len(set(labels)) == len(labels):
+            break
+        labels = [f"{v:.{digits}g}" for v in values]
+    return labels
+
+
+def _ticks(axis: _Axis, n: int, fmt: Any) -> list[tuple[float, str]]:
+    """``(value, label)`` of about ``n`` round ticks; powers of ten on a log axis."""
+    if not axis.log:
+        values = nice_ticks(axis.lo, axis.hi, n)
+        return list(zip(values, _distinct_labels(values, fmt)))
+    powers = list(range(math.ceil(axis.lo), math.floor(axis.hi) + 1))
+    exps = powers if len(powers) >= 2 else nice_ticks(axis.lo, axis.hi, n)
+    return [(10.0 ** e, fmt(10.0 ** e)) for e in exps]
+
+
 def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
     """The axis line at its panel's edge, a few ticks with labels, and its title."""
     if other is None:
@@ -215,9 +260,9 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
         out.append(f'<line x1="{axis.start:.1f}" y1="{y:.1f}" x2="{axis.end:.1f}" y2="{y:.1f}" '
                    'stroke="#999"/>')
         if not axis.categories:
-            for t in nice_ticks(axis.lo, axis.hi):
+            for t, label in _ticks(axis, 5, fmt):
                 out.append(f'<text x="{axis.pos(t):.1f}" y="{y + 12:.1f}" font-size="10" '
-                           f'text-anchor="middle" fill="#444">{fmt(t)}</text>')
+                           f'text-anchor="middle" fill="#444">{label}</text>')
         if title:
             out.append(f'<text x="{(axis.start + axis.end) / 2:.1f}" y="{y + 25:.1f}" '
                        f'font-size="11" text-anchor="middle" fill="#444">{title}</text>')
@@ -228,7 +273,7 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
     out.append(f'<line x1="{x:.1f}" y1="{axis.start:.1f}" x2="{x:.1f}" y2="{axis.end:.1f}" '
                'stroke="#999"/>')
     labels = ([(i, c) for i, c in enumerate(axis.categories)][:40] if axis.categories
-              else [(t, fmt(t)) for t in nice_ticks(axis.lo, axis.hi, 4)])
+              else _ticks(axis, 4, fmt))
     for v, label in labels:
         out.append(f'<text x="{x + dx:.1f}" y="{axis.pos(v) + 3:.1f}" font-size="9" '
                    f'text-anchor="{anchor}" fill="#444">{text_of(label)[:28]}</text>')

@@ -8,6 +8,7 @@ not captured yet sends one message to the kernel, which reads the next batch.
 from __future__ import annotations
 
 import threading
+import uuid
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from ..data.sources import PageSource, page_source
 from ..findings import Findings
 from ._base import View, live_esm
+from ._display import shown_where_called
 from .batch_page import Page, check_classes, render_page
 
 _STATIC = Path(__file__).with_name("static")
@@ -139,7 +141,7 @@ class BatchView(View):
                 w.answered = seq
 
     def _static_html(self) -> str:
-        uid = f"vdb{id(self):x}"
+        uid = f"vdb{uuid.uuid4().hex[:12]}"  # one per copy on a page: its paging finds it
         pages = "".join(
             f'<div class="vd-static-page" data-n="{i}" style="display:{"block" if i == self.page else "none"}">'
             f"{p.html}</div>" for i, p in enumerate(self.pages)
@@ -210,4 +212,5 @@ def show_batch(source: Any, n: int | None = None, *, classes=None, mean=None, st
     >>> view.findings.codes
     []
     """
-    return BatchView.from_source(source, n, classes=classes, mean=mean, std=std, layout=layout)
+    return shown_where_called(BatchView.from_source(source, n, classes=classes, mean=mean,
+                                                    std=std, layout=layout))

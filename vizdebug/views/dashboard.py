@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+import uuid
 import weakref
 from functools import cache
 from pathlib import Path
@@ -38,9 +39,17 @@ BUDGET = 0.02
 
 @cache
 def _charts_js() -> str:
-    # the charts as a classic script, for a static page (its functions become globals)
+    # the charts' three parts, for the live module and (scoped) for a saved page's script
     return "\n".join((_STATIC / name).read_text(encoding="utf-8")
                      for name in ("chart_core.js", "chart_panel.js", "chart_view.js"))
+
+
+def _static_script(div_id: str, spec: str) -> str:
+    """The saved page's script for one dashboard: the charts and the call that draws them,
+    in one function's scope. A page may hold any number of dashboards (a report of several
+    runs, a notebook page), and the charts' top-level ``const``s would be declared again by
+    a second copy in the page's global scope, which throws and draws nothing."""
+    return f"(function(){{\n{_charts_js()}\nvdDrawStatic('{div_id}',{spec});\n}})();"
 
 
 @cache
@@ -159,13 +168,15 @@ class Dashboard(View):
         """The page version (reports, ``save``): the same SVG charts as the live widget,
         drawn by an inline script from the panels (hover, legend, zoom work offline)."""
         panels, found, status = self._content(flush=not self.source.closed)
-        div_id = f"vd-dash-{id(self):x}-{self.refreshes}"
+        # unique on any page: id(self) repeats once a view is collected (a report renders
+        # each session through a short-lived dashboard), and an nbconvert page holds the
+        # outputs of earlier kernels
+        div_id = f"vd-dash-{uuid.uuid4().hex[:12]}"
         spec = script_json({name: panels[name] for name in PANELS})
         return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
                 f'<p class="vd-note">{html.escape(status)}</p>{found}'
                 f'<div id="{div_id}" style="display:flex;flex-direction:column;gap:4px"></div>'
-                f"<script>{_charts_js()}\n(function(){{var p={spec};"
-                f"vdDrawStatic('{div_id}',p);}})();</script></div>")
+                f"<script>{_static_script(div_id, spec)}</script></div>")
 
     def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
         """The static twin: the same content as a light SVG picture (no plotly.js)."""

@@ -42,6 +42,7 @@ from ..analysis.grouping import group_findings
 from ..errors import VizdebugError
 from ..findings import Findings, findings_html
 from ._base import View
+from ._display import shown_where_called
 from .embeddings import FIRST_PICTURE_GRACE, NAMES, EmbeddingView
 from .embeddings_data import (
     check_images,
@@ -51,6 +52,7 @@ from .embeddings_data import (
     i32,
     legend_html,
     no_predictions,
+    picture_note,
     point_colours,
     scatter_png,
     selected_grid,
@@ -68,7 +70,7 @@ class EmbeddingTimelineView(View):
     """
 
     title = "vizdebug embedding timeline"
-    _ipython_display_ = EmbeddingView._ipython_display_
+    _show = EmbeddingView._show
     _refresh_static = EmbeddingView._refresh_static
     # the same background-view mechanics: wait for the work, its state, the selection,
     # the stage pushed to the widget
@@ -301,11 +303,12 @@ class EmbeddingTimelineView(View):
         rows = self.timeline.rows
         self._selected = rows[[p for p in change["new"] if 0 <= p < len(rows)]].tolist()
 
-    def _info_html(self) -> str:
+    def _info_html(self, layout_name: str | None = None) -> str:
+        """The side panel; ``layout_name``: the name of the pictures it stands beside."""
         t = self.timeline
+        name = self.layout_name if layout_name is None else layout_name
         head = (f"<b>layer {html.escape(t.layer)}</b> &middot; {len(t.rows):,} probe points "
-                f"&middot; {len(t.steps)} frames &middot; layout: "
-                f"{html.escape(self.layout_name)}")
+                f"&middot; {len(t.steps)} frames &middot; layout: {html.escape(name)}")
         notes = "".join(f'<div class="vd-note">{html.escape(n)}</div>' for n in self.notes)
         error = (f'<div class="vd-note" style="color:#c62828">{html.escape(self.error)}</div>'
                  if self.error else "")
@@ -315,19 +318,19 @@ class EmbeddingTimelineView(View):
 
     def _static_html(self) -> str:
         self._drawn.set()
-        t, last = self.timeline, len(self.layouts) - 1
+        with self._lock:  # the worker swaps the layouts, their name and its state together
+            layouts, name, running = self.layouts, self.layout_name, self._running
+        t, last = self.timeline, len(layouts) - 1
         colours = point_colours(self.classes, None, len(t.rows))
-        picture = scatter_png(self.layouts[last], colours)
-        status = "" if not self._running else (
-            f'<div class="vd-note">refining with {NAMES.get(self.method)} '
-            "(this picture is the PCA preview)</div>")
+        picture = scatter_png(layouts[last], colours)
+        status = picture_note(NAMES.get(self.method, self.method), name, running)
         return (f'<div class="vd-emb-static" style="display:flex;gap:16px;flex-wrap:wrap">'
                 f'<div><div class="vd-note">last frame: '
                 f"{html.escape(frame_name(t.steps[last], t.epochs[last]))}</div>"
                 f'<img src="{picture}" width="420" height="420" alt="embedding, last frame" '
                 f'style="border:1px solid #ddd">{legend_html(self.classes)}{status}</div>'
                 f'<div style="max-width:520px">{curve_svg(self._curve_lists(), last)}'
-                f"{self._info_html()}</div></div>")
+                f"{self._info_html(name)}</div></div>")
 
     def __repr__(self) -> str:
         state = "done" if self.done else f"working: {self.stage}"
@@ -379,4 +382,4 @@ def show_embedding_frames(frames: Any, *, labels: Any = None, images: Any = None
     view = EmbeddingTimelineView(
         timeline, labels=None if given is None else given[kept], predictions=predicted,
         images=take(images, kept, n), method=chosen, params=params)
-    return view.start()
+    return shown_where_called(view.start())

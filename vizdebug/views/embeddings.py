@@ -28,8 +28,8 @@ from ..analysis.embeddings.findings import (
 from ..analysis.embeddings.project import (
     FeatureSet,
     as_features,
-    choose_method,
     duplicate_count,
+    layout_plan,
     pca_layout,
     per_point,
     refined_layout,
@@ -37,6 +37,7 @@ from ..analysis.embeddings.project import (
 )
 from ..findings import Findings, findings_html
 from ._base import View
+from ._display import shown_where_called
 from .embeddings_data import (
     as_losses,
     check_images,
@@ -44,6 +45,7 @@ from .embeddings_data import (
     f32,
     i32,
     legend_html,
+    picture_note,
     point_colours,
     quality_html,
     scatter_png,
@@ -101,6 +103,9 @@ class EmbeddingView(View):
         self._done = threading.Event()
         self._running = True
         self._sync = threading.Lock()
+        # the picture, its name and whether work goes on change together: a static render
+        # (a report, the twin) reads the three at once and describes what it draws
+        self._lock = threading.Lock()
         self._display: Any = None
         self._fallback_id = ""
         self._selected: list[int] = []
@@ -119,19 +124,15 @@ class EmbeddingView(View):
                (("labels", labels), ("predictions", predictions), ("losses", losses))}
         if per["losses"] is not None:
             per["losses"] = as_losses(per["losses"])
-        chosen = choose_method(method, len(fs.rows))
+        chosen, why = layout_plan(method, fs.values)
         subset = {k: (v[fs.rows] if v is not None else None) for k, v in per.items()}
         preview = unit_box(pca_layout(fs.values))
         check_images(images, n)
         view = cls(fs, preview, images=take(images, fs.rows, n), method=chosen, params=params,
                    **subset)
-        view._note_input(method, chosen)
+        view.notes += [why] if why else []
         view._started = started
         return view.start()
-
-    def _note_input(self, asked: str, chosen: str) -> None:
-        if chosen == "pca" and asked.lower() not in ("pca", "auto"):
-            self.notes.append(f"{len(self.layout)} points are too few for {asked}: PCA shown")
 
     def start(self) -> EmbeddingView:
         """Start the background thread (thumbnails, findings, refined layout)."""
@@ -183,7 +184,8 @@ class EmbeddingView(View):
             self._failed(exc)
         finally:
             self._analysed.set()
-            self.stage, self._running = "", False
+            with self._lock:
+                self.stage, self._running = "", False
             self._push()
             self._refresh_static()
             self._done.set()
@@ -224,7 +226,8 @@ class EmbeddingView(View):
     def _refine(self) -> None:
         x = self.features.values
         layout = unit_box(refined_layout(x, self.method, self.params, stage=self._set_stage))
-        self.layout, self.layout_name = layout, NAMES[self.method]
+        with self._lock:
+            self.layout, self.layout_name = layout, NAMES[self.method]
         self.timings["layout"] = self._clock()
         self._push()
 
@@ -240,12 +243,18 @@ class EmbeddingView(View):
             if self._widget is not None:
                 self._send(self._widget)
 
+    def _picture(self) -> tuple[np.ndarray, str, bool]:
+        """The layout, its name and whether the view still works, read together."""
+        with self._lock:
+            return self.layout, self.layout_name, self._running
+
     def _send(self, w: Any) -> None:
+        layout, name, running = self._picture()
         with w.hold_sync():
-            w.x, w.y = f32(self.layout[:, 0]), f32(self.layout[:, 1])
-            w.layout_name = self.layout_name
-            w.stage, w.error, w.busy = self.stage, self.error, self._running
-            w.info_html = self._info_html()
+            w.x, w.y = f32(layout[:, 0]), f32(layout[:, 1])
+            w.layout_name = name
+            w.stage, w.error, w.busy = self.stage, self.error, running
+            w.info_html = self._info_html(name)
             if len(w.thumbs) != len(self.thumbs):
                 w.thumbs = list(self.thumbs)
             w.suspects = self._suspect_positions()
@@ -287,30 +296,30 @@ class EmbeddingView(View):
         positions = [p for p in change["new"] if 0 <= p < len(self.features.rows)]
         self._selected = self.features.rows[positions].tolist()
 
-    def _info_html(self) -> str:
+    def _info_html(self, layout_name: str | None = None) -> str:
+        """The side panel; ``layout_name``: the name of the picture it stands beside."""
+        name = self.layout_name if layout_name is None else layout_name
         head = (f"<b>{len(self.layout):,} points</b> &middot; {self.features.values.shape[1]} "
-                f"dimensions &middot; layout: {html.escape(self.layout_name)}")
+                f"dimensions &middot; layout: {html.escape(name)}")
         notes = "".join(f'<div class="vd-note">{html.escape(t)}</div>' for t in self.notes)
         error = (f'<div class="vd-note" style="color:#c62828">{html.escape(self.error)}</div>'
                  if self.error else "")
         found = (findings_html(self._findings, empty="No problems found in the geometry.")
                  if self._analysed.is_set() else '<div class="vd-note">findings: working…</div>')
-        quality = quality_html(self.quality, self.layout_name, len(self.layout)) if self.quality else ""
+        quality = quality_html(self.quality, name, len(self.layout)) if self.quality else ""
         return f'<div class="vd-emb-info">{head}{notes}{error}{quality}{found}</div>'
 
     def _static_html(self) -> str:
         self._drawn.set()
-        colours = point_colours(self.classes, self.losses, len(self.layout))
-        picture = scatter_png(self.layout, colours)
-        status = "" if not self._running else (
-            f'<div class="vd-note">refining with {NAMES.get(self.method)} '
-            "(this picture is the PCA preview)</div>")
+        layout, name, running = self._picture()  # the worker may swap the layout meanwhile
+        picture = scatter_png(layout, point_colours(self.classes, self.losses, len(layout)))
+        status = picture_note(NAMES.get(self.method, self.method), name, running)
         return (f'<div class="vd-emb-static" style="display:flex;gap:16px;flex-wrap:wrap">'
                 f'<div><img src="{picture}" width="420" height="420" alt="embedding layout" '
                 f'style="border:1px solid #ddd">{legend_html(self.classes)}{status}</div>'
-                f"<div style=\"max-width:520px\">{self._info_html()}</div></div>")
+                f"<div style=\"max-width:520px\">{self._info_html(name)}</div></div>")
 
-    def _ipython_display_(self) -> None:
+    def _show(self) -> None:
         """Like every view (static twin, then the widget), with the static twin kept as a
         display that the finished refinement updates."""
         from IPython.display import display
@@ -375,6 +384,6 @@ def show_embeddings(features: Any, *, labels=None, images=None, predictions=None
     >>> view.wait().quality["trustworthiness"] > 0.5
     True
     """
-    return EmbeddingView.from_arrays(features, labels=labels, images=images,
-                                     predictions=predictions, losses=losses, method=method,
-                                     **params)
+    return shown_where_called(EmbeddingView.from_arrays(
+        features, labels=labels, images=images, predictions=predictions, losses=losses,
+        method=method, **params))

@@ -165,13 +165,34 @@ def png_bytes(rgb: np.ndarray) -> bytes:
             + chunk(b"IDAT", zlib.compress(raw.tobytes(), 3)) + chunk(b"IEND", b""))
 
 
+# The static legend styles itself: a report or an nbconvert page holds the fragment without
+# the widget's stylesheet (embeddings.css), and an unstyled <i> is an empty inline box.
+_LEGEND_STYLE = "display:flex;flex-wrap:wrap;gap:4px 10px;margin:4px 0;font-size:12px"
+_SWATCH_STYLE = ("display:inline-block;width:10px;height:10px;border-radius:50%;"
+                 "margin-right:3px;vertical-align:-1px")
+
+
 def legend_html(classes: Classes, limit: int = 20) -> str:
     """Class swatches, names escaped."""
-    items = [f'<span class="vd-emb-key"><i style="background:{PALETTE[i % len(PALETTE)]}"></i>'
-             f"{html.escape(name)}</span>" for i, name in enumerate(classes.names[:limit])]
+    items = [f'<span class="vd-emb-key"><i style="{_SWATCH_STYLE};'
+             f'background:{PALETTE[i % len(PALETTE)]}"></i>{html.escape(name)}</span>'
+             for i, name in enumerate(classes.names[:limit])]
     more = len(classes.names) - limit
     tail = f'<span class="vd-note"> and {more} more classes</span>' if more > 0 else ""
-    return f'<div class="vd-emb-legend">{"".join(items)}{tail}</div>'
+    return f'<div class="vd-emb-legend" style="{_LEGEND_STYLE}">{"".join(items)}{tail}</div>'
+
+
+def picture_note(method: str, layout_name: str, running: bool) -> str:
+    """The line under a static picture while its view still works: what the picture is
+    (the PCA preview, or the refined layout whose figures are still being measured).
+    ``layout_name`` and ``running`` must be read together with the picture drawn."""
+    if not running:
+        return ""
+    if layout_name == "PCA preview":
+        text = f"refining with {method} (this picture is the PCA preview)"
+    else:
+        text = f"this picture is the {layout_name} layout; its figures are still being measured"
+    return f'<div class="vd-note vd-emb-picture-note">{html.escape(text)}</div>'
 
 
 def quality_html(quality: dict[str, float | None], method: str, n: int) -> str:

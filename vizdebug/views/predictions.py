@@ -12,6 +12,7 @@ from typing import Any
 from ..analysis.datasets.predictions import PredictionReport, accuracy_findings, prediction_report
 from ..findings import Findings, findings_html
 from ._base import View
+from ._display import shown_where_called
 
 MAX_MATRIX = 30  # classes drawn in the matrix (the per-class table lists them all)
 
@@ -94,4 +95,4 @@ def show_predictions(y_true: Any, y_pred: Any, *, labels: Any = None) -> Predict
     --------
     >>> vd.show_predictions(y_val, model(x_val).argmax(1))   # doctest: +SKIP
     """
-    return PredictionView(prediction_report(y_true, y_pred, labels=labels))
+    return shown_where_called(PredictionView(prediction_report(y_true, y_pred, labels=labels)))

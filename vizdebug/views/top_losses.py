@@ -16,6 +16,7 @@ from ..analysis.datasets.top_losses import MAX_SAMPLES, TopLosses, top_losses
 from ..data.batch import Batch
 from ..data.sources import SlicedSource
 from ..errors import VizdebugError
+from ._display import shown_where_called
 from .batch import BatchView
 from .batch_page import check_classes, label_text
 
@@ -101,7 +102,7 @@ def show_top_losses(model: Any, loader: Any, loss_fn: Any, k: int = 16, *, class
     view = TopLossesView(source, res, note, classes=None, mean=mean, std=std)
     if view._read_page() is None:
         raise VizdebugError(f"the {what} gave nothing to show")
-    return view
+    return shown_where_called(view)
 
 
 def _fmt(v: Any, classes: Any) -> str:
@@ -116,8 +117,9 @@ def _caption(res: TopLosses, j: int, classes: Any) -> str:
     """``target → prediction (probability) · loss`` for the j-th worst sample."""
     prob = res.probabilities[j]
     p = f" ({prob:.2f})" if np.isfinite(prob) else ""
+    # a no-break space keeps the loss with its dot when a narrow cell wraps the caption
     return (f"{_fmt(res.targets[j], classes)} \u2192 {_fmt(res.predictions[j], classes)}{p} "
-            f"\u00b7 {res.losses[j]:.3g}")
+            f"\u00b7\u00a0{res.losses[j]:.3g}")
 
 
 def _table(x: np.ndarray, res: TopLosses, classes: Any) -> Any:

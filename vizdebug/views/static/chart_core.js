@@ -51,6 +51,16 @@ function vdFormat(v, format) {
   return String(parseFloat(v.toPrecision(4)));
 }
 
+// Tick labels that tell neighbours apart: more digits where vdFormat writes two alike
+// (413.475, 413.5 and 413.525 are all "413.5" to four digits).
+function vdTickLabels(values, format) {
+  let labels = values.map((v) => vdFormat(v, format));
+  for (let d = 5; d <= 12 && format !== ".0%" && new Set(labels).size < labels.length; d++) {
+    labels = values.map((v) => String(parseFloat(v.toPrecision(d))));
+  }
+  return labels;
+}
+
 // A pixel position to a tenth of a pixel (without toFixed, which costs most of a long path).
 function vdPx(v) { return Math.round(v * 10) / 10; }
 

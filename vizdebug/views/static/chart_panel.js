@@ -71,11 +71,13 @@ function vdAxisTitle(layout, axis) {
 function vdAxes(layout, f, parts) {
   const w = f.right - f.left;
   const xfmt = (layout.xaxis || {}).tickformat;
-  for (const v of vdTicks(f.x[0], f.x[1], Math.max(2, Math.min(7, Math.floor(w / 80))))) {
+  const xt = vdTicks(f.x[0], f.x[1], Math.max(2, Math.min(7, Math.floor(w / 80))));
+  const xl = vdTickLabels(xt, xfmt);
+  xt.forEach((v, i) => {
     const px = vdPx(f.sx(v));
     parts.push(`<line x1="${px}" x2="${px}" y1="${f.top}" y2="${f.bottom}" stroke="#eee"/>`,
-      `<text x="${px}" y="${f.bottom + 15}" text-anchor="middle">${vdFormat(v, xfmt)}</text>`);
-  }
+      `<text x="${px}" y="${f.bottom + 15}" text-anchor="middle">${xl[i]}</text>`);
+  });
   parts.push(`<text x="${(f.left + f.right) / 2}" y="${f.bottom + 33}" text-anchor="middle">` +
     `${vdAxisTitle(layout, "xaxis")}</text>`);
   if (f.categories) {
@@ -88,20 +90,21 @@ function vdAxes(layout, f, parts) {
     });
     return;
   }
-  const yt = f.log ? vdLogTicks(f.y[0], f.y[1]) : vdTicks(f.y[0], f.y[1], 6);
-  for (const v of yt) {
-    const value = f.log ? Math.pow(10, v) : v;
+  const yt = (f.log ? vdLogTicks(f.y[0], f.y[1]) : vdTicks(f.y[0], f.y[1], 6))
+    .map((v) => (f.log ? Math.pow(10, v) : v));
+  const yl = vdTickLabels(yt);
+  yt.forEach((value, i) => {
     const py = vdPx(f.sy(value));
     parts.push(`<line x1="${f.left}" x2="${f.right}" y1="${py}" y2="${py}" stroke="#eee"/>`,
-      `<text x="${f.left - 6}" y="${py}" dy="0.32em" text-anchor="end">${vdFormat(value)}</text>`);
-  }
+      `<text x="${f.left - 6}" y="${py}" dy="0.32em" text-anchor="end">${yl[i]}</text>`);
+  });
   parts.push(`<text transform="translate(${f.left - 46},${f.ymid}) rotate(-90)" ` +
     `text-anchor="middle">${vdAxisTitle(layout, "yaxis")}</text>`);
   if (f.y2) {
-    for (const v of vdTicks(f.y2[0], f.y2[1], 5)) {
-      parts.push(`<text x="${f.right + 6}" y="${Math.round(f.sy2(v))}" dy="0.32em">` +
-        `${vdFormat(v, f.y2Format)}</text>`);
-    }
+    const t2 = vdTicks(f.y2[0], f.y2[1], 5), l2 = vdTickLabels(t2, f.y2Format);
+    t2.forEach((v, i) => {
+      parts.push(`<text x="${f.right + 6}" y="${Math.round(f.sy2(v))}" dy="0.32em">${l2[i]}</text>`);
+    });
     parts.push(`<text transform="translate(${f.right + 50},${f.ymid}) rotate(90)" ` +
       `text-anchor="middle">${vdAxisTitle(layout, "yaxis2")}</text>`);
   }
@@ -160,6 +163,17 @@ function vdScaleOf(f, trace) {
   return axis === "y2" ? f.sy2 : axis === "y3" ? f.sy3 : f.sy;
 }
 
+// Points with no drawable neighbour: a line through one point has no length, so each is
+// drawn as a dot (a metric logged once, the one system sample of a short run, a value
+// between two NaNs) instead of not at all.
+function vdLonePoints(x, y, log) {
+  const ok = (i) => i >= 0 && i < y.length && y[i] !== null && isFinite(y[i]) &&
+    !(log && y[i] <= 0) && x[i] !== null;
+  const out = [];
+  for (let i = 0; i < y.length; i++) if (ok(i) && !ok(i - 1) && !ok(i + 1)) out.push(i);
+  return out;
+}
+
 function vdLines(f, parts) {
   for (const t of f.shown) {
     const sy = vdScaleOf(f, t);
@@ -171,6 +185,11 @@ function vdLines(f, parts) {
       const dash = t.line?.dash === "dot" ? ' stroke-dasharray="3,3"' : "";
       parts.push(`<path d="${vdLinePath(t.x, t.y, f.sx, sy, log)}" fill="none" stroke="${colour}" ` +
         `stroke-width="${t.line?.width ?? 2}" stroke-linejoin="round"${dash}/>`);
+      if (!mode.includes("markers")) {
+        for (const i of vdLonePoints(t.x, t.y, log)) {
+          parts.push(vdSymbol("circle", vdPx(f.sx(t.x[i])), vdPx(sy(t.y[i])), 6, colour));
+        }
+      }
     }
     if (mode.includes("markers")) {
       const symbols = t.marker?.symbol, size = t.marker?.size ?? 6;
