@@ -270,6 +270,73 @@ def discriminator_outgrows_generator(fixed: bool) -> vd.Findings:
     return _mlp_gan_loop(G, D, loader, D, 8, 16, logits=True)
 
 
+# Source: https://github.com/BadourAlBahar/pose-with-style/issues/23
+#   "Discriminator loss too low": after a few epochs the discriminator's loss read 0.001
+#   and the generator's 5-11. The maintainer: check whether real and fake can be told
+#   apart; in their own case the real images had side padding (to make them square) that
+#   the fake images did not have in the same form, and D used it; the fix pads the fake
+#   images exactly as the real ones. Ported: real digits padded to 8 x 16 with the
+#   background value (-1 in [-1, 1]), the generator's 8 x 8 output padded with 0; the fix
+#   pads both with -1. Both networks learn at 2e-3, the rate of their StyleGAN2 code.
+def discriminator_reads_padding(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    real = F.pad(_unit_digits(True).view(-1, 8, 8), (4, 4), value=-1.0).flatten(1)
+    fill = -1.0 if fixed else 0.0
+
+    class Padded(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(16, 128), nn.ReLU(), nn.Linear(128, 64),
+                                      nn.Tanh())
+
+        def forward(self, z: torch.Tensor) -> torch.Tensor:
+            return F.pad(self.body(z).view(-1, 8, 8), (4, 4), value=fill).flatten(1)
+
+    G = Padded()
+    D = nn.Sequential(nn.Linear(128, 128), nn.LeakyReLU(0.2), nn.Linear(128, 1))
+    return _two_speed_loop(G, D, _real_loader(real, 32), (2e-3, 2e-3), 1, 6)
+
+
+def _two_speed_loop(G: nn.Module, D: nn.Module, loader: DataLoader, lrs: tuple[float, float],
+                    d_steps: int, epochs: int) -> vd.Findings:
+    """A GAN loop with its own learning rates (D's, G's) and ``d_steps`` discriminator
+    updates per generator update (the CycleGAN-in-Keras settings), watching the generator."""
+    opt_d = torch.optim.Adam(D.parameters(), lr=lrs[0], betas=(0.5, 0.999))
+    opt_g = torch.optim.Adam(G.parameters(), lr=lrs[1], betas=(0.5, 0.999))
+    crit = nn.BCEWithLogitsLoss()
+    session = vd.watch(G)
+    for _epoch in range(epochs):
+        for (real,) in loader:
+            ones, zeros = torch.ones(len(real), 1), torch.zeros(len(real), 1)
+            for _ in range(d_steps):
+                fake = G(torch.randn(len(real), 16)).detach()
+                d_loss = crit(D(real), ones) + crit(D(fake), zeros)
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+            g_loss = crit(D(G(torch.randn(len(real), 16))), ones)
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+            session.log(loss_D=d_loss.item(), loss_G=g_loss.item())
+    return finish(session)
+
+
+# Source: https://github.com/simontomaskarlsson/GAN-MRI/issues/11
+#   "Loss D goes to zero": training their CycleGAN, loss D went to zero and loss G went up.
+#   The author: the discriminator beats the generator and so stops both from improving;
+#   change the model settings, especially the learning rates and the generator and
+#   discriminator iterations (their defaults train well). Ported: a discriminator with a
+#   ten times larger learning rate and five updates per generator update, the generator
+#   watched; the fix uses one learning rate and one update each.
+def discriminator_trained_faster(fixed: bool) -> vd.Findings:
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh())
+    D = nn.Sequential(nn.Linear(64, 256), nn.LeakyReLU(0.2), nn.Linear(256, 1))
+    loader = _real_loader(_unit_digits(True), 64)
+    return _two_speed_loop(G, D, loader, (2e-4 if fixed else 2e-3, 2e-4), 1 if fixed else 5, 4)
+
+
 class _ConvGenerator(nn.Module):
     """Pokemon_GAN's generator, shrunk: project, two transposed convolutions with
     BatchNorm, ``tanh`` to generate the final images."""
@@ -366,6 +433,10 @@ FAULTS: list[Fault] = [
     Fault("relations/discriminator-outgrows-generator", discriminator_outgrows_generator,
           "discriminator-wins", None,
           "github.com/junyanz/pytorch-CycleGAN-and-pix2pix/issues/910"),
+    Fault("relations/discriminator-reads-padding", discriminator_reads_padding,
+          "discriminator-wins", None, "github.com/BadourAlBahar/pose-with-style/issues/23"),
+    Fault("relations/discriminator-trained-faster", discriminator_trained_faster,
+          "discriminator-wins", None, "github.com/simontomaskarlsson/GAN-MRI/issues/11"),
     Fault("relations/gan-conv-generator-tanh-unit-images", gan_conv_generator_tanh_unit_images,
           "gan-range-mismatch", "up.4", "github.com/llSourcell/Pokemon_GAN/issues/11"),
     Fault("relations/cgan-unit-images-tanh-generator", cgan_unit_images_tanh_generator,
