@@ -3,6 +3,7 @@ and open it as a :class:`~vizdebug.store.run.Run`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -63,6 +64,9 @@ def _write_up_to_now(path: Path) -> None:
     from .registry import OPEN
 
     real = os.path.realpath(path)
-    for writer in list(OPEN):
-        if not writer.closed and os.path.realpath(writer.path) == real:
-            writer.tick()
+    for writer in list(OPEN):  # (one closing late, in its own thread, is left to finish)
+        if writer.closed or writer.closing is not None:
+            continue
+        if os.path.realpath(writer.path) == real:
+            with contextlib.suppress(Exception):  # a failed write is the writer's to report
+                writer.tick()
