@@ -21,6 +21,7 @@ from .report import report
 from .reproducibility import environment, set_seed
 from .store import Run, open_run
 from .views.batch import BatchView, show_batch
+from .views.compare import CompareRuns, compare_runs
 from .views.drift import DriftView, compare_distributions
 from .views.embedding_timeline import EmbeddingTimelineView, show_embedding_frames
 from .views.embeddings import EmbeddingView, show_embeddings
@@ -30,6 +31,7 @@ from .views.top_losses import show_top_losses
 __all__ = [
     "AnomalyError",
     "BatchView",
+    "CompareRuns",
     "DriftView",
     "EmbeddingTimelineView",
     "EmbeddingView",
@@ -44,6 +46,7 @@ __all__ = [
     "check_dataset",
     "check_predictions",
     "check_split",
+    "compare_runs",
     "compare_distributions",
     "environment",
     "open_run",

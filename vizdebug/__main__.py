@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cli import compare as cli_compare
 from .cli import ls as cli_ls
 
 DESCRIPTION = "Visual debugging for PyTorch training: look at stored runs from a terminal."
@@ -16,6 +17,9 @@ EXAMPLES = """\
 examples:
   vizdebug ls runs/                 list the runs in runs/ (state, steps, size, findings)
   vizdebug report runs/exp1.sqlite  write runs/exp1.html, a report that works offline
+  vizdebug compare runs/ --group-by lr
+                                    write runs/compare.html: the runs' curves overlaid,
+                                    grouped by their config's lr, and their findings
   vizdebug demo                     train a small CNN on digits and write its report
 
 A run file is written by vd.watch(model, store="runs/exp1.sqlite").
@@ -35,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("run", help="run file (or folder: its newest run)")
     rep.add_argument("--out", default=None, help="report path (default: RUN with .html)")
     cli_ls.add_parser(sub)
+    cli_compare.add_parser(sub)
     return parser
 
 
@@ -43,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "ls":
         return cli_ls.main(args)
+    if args.command == "compare":
+        return cli_compare.main(args)
     if args.command == "demo":
         from .demo import run_demo
 
