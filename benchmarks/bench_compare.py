@@ -6,7 +6,7 @@ Writes two sweeps with the real store (``vd.watch(..., store=)`` and ``session.l
 
 - **vizdebug**: ``compare_runs(folder)`` (every run's loss curve at chart resolution,
   extremes kept) and its first picture (the static chart and table, no diagnosis): the
-  time to the first picture, and the peak Python memory (``tracemalloc``).
+  time to the first picture, and (in a second, traced run) the peak Python memory.
 - **sqlite3 + pandas**: what a user writes instead: per run, ``pd.read_sql`` of every loss
   point, then one concatenated frame (no picture drawn: reading alone).
 
@@ -52,33 +52,32 @@ def write_sweep(folder: Path, runs: int, steps: int) -> None:
         session.close()
 
 
-def with_vizdebug(folder: Path) -> tuple[float, float]:
-    """Seconds to the first picture, and peak MB of Python memory."""
-    tracemalloc.start()
-    start = time.perf_counter()
+def first_picture(folder: Path) -> None:
     view = compare_runs(folder)
     html = view._body(with_findings=False)
-    took = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 1e6
-    tracemalloc.stop()
     assert len(view.entries) and "<svg" in html
-    return took, peak
 
 
-def with_pandas(folder: Path) -> tuple[float, float]:
-    tracemalloc.start()
-    start = time.perf_counter()
+def read_with_pandas(folder: Path) -> None:
     frames = []
     for path in sorted(folder.glob("*.sqlite")):
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             frame = pd.read_sql("SELECT step, value FROM scalars WHERE name='loss'", conn)
         frame["run"] = path.stem
         frames.append(frame)
-    total = pd.concat(frames)
+    assert len(pd.concat(frames))
+
+
+def measured(fn: object, folder: Path) -> tuple[float, float]:
+    """Seconds (a plain run) and peak MB of Python memory (a second run, traced: tracing
+    slows Python several times, so it is not timed)."""
+    start = time.perf_counter()
+    fn(folder)  # type: ignore[operator]
     took = time.perf_counter() - start
+    tracemalloc.start()
+    fn(folder)  # type: ignore[operator]
     peak = tracemalloc.get_traced_memory()[1] / 1e6
     tracemalloc.stop()
-    assert len(total)
     return took, peak
 
 
@@ -98,8 +97,8 @@ def main() -> None:
                   f"{time.perf_counter() - t:.0f} s")
             got: dict[str, list[tuple[float, float]]] = {"vizdebug": [], "pandas": []}
             for _ in range(args.repeats):
-                got["vizdebug"].append(with_vizdebug(folder))
-                got["pandas"].append(with_pandas(folder))
+                got["vizdebug"].append(measured(first_picture, folder))
+                got["pandas"].append(measured(read_with_pandas, folder))
             for name, values in got.items():
                 secs = statistics.median(v[0] for v in values)
                 mb = statistics.median(v[1] for v in values)

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import VizdebugError, VizdebugTypeError
+from ..records import EVAL_PREFIXES
 from ..records.runs import Curve, RunEntry
 from .schema import is_run_file
 
-BUCKETS = 1000       # points per curve on a chart (min/max envelope per bucket)
+BUCKETS = 600        # buckets per curve: about one per pixel column of the chart (min/max each)
 MAX_METRICS = 200    # metric names read per run
 MAX_RUNS = 2000      # runs in one comparison
 NAME_LIMIT = 200     # characters of a metric name kept
@@ -82,9 +83,25 @@ def _paths_of(path: Path, recursive: bool) -> Iterable[Path]:
     return [path]
 
 
-def read_entry(path: Path, metrics: Iterable[str] | None = None,
+def default_metric(names: list[str]) -> str | None:
+    """The metric a comparison draws unless told: ``loss``, else the first ``*loss*``
+    that is not an evaluation one, else the first.
+
+    >>> default_metric(["acc", "val_loss", "train_loss"])
+    'train_loss'
+    """
+    for prefer in ("loss", "train_loss"):
+        if prefer in names:
+            return prefer
+    losses = [n for n in names if "loss" in n.lower() and not n.startswith(EVAL_PREFIXES)]
+    return (losses or [n for n in names if "loss" in n.lower()] or names or [None])[0]
+
+
+def read_entry(path: Path, metrics: Iterable[str] | str | None = None,
                buckets: int = BUCKETS) -> RunEntry:
-    """One run's settings, state and curves (``metrics``: which ones; all by default)."""
+    """One run's settings, state and curves. ``metrics``: which ones (all by default;
+    ``"default"``: the one :func:`default_metric` picks). One guarded connection reads
+    them all; each query walks the ``(name, step)`` index."""
     from .run import Run
 
     try:
@@ -92,15 +109,28 @@ def read_entry(path: Path, metrics: Iterable[str] | None = None,
     except VizdebugError as exc:
         return RunEntry(path, path.stem, "unreadable", {}, None, None, [], note=str(exc))
     try:
-        names = _metric_names(run)
-        wanted = names if metrics is None else [m for m in metrics if m in names]
-        curves = {m: _curve(run, m, buckets) for m in wanted}
-        return RunEntry(path, _run_name(run), run.state, _config(run.meta), run.last_step,
+        with run._reading("scalars") as conn:
+            names = _metric_names(conn)
+            if metrics == "default":
+                wanted = [m for m in [default_metric(names)] if m is not None]
+            else:
+                wanted = names if metrics is None else [m for m in metrics if m in names]
+            curves = {m: _curve(conn, m, buckets) for m in wanted}
+            last = _last_step(conn, [n for n in names if n not in run._traced()])
+        return RunEntry(path, _run_name(run), run.state, _config(run.meta), last,
                         _number(run.meta.get("created")), names, curves)
     except VizdebugError as exc:
         return RunEntry(path, path.stem, "unreadable", {}, None, None, [], note=str(exc))
     finally:
         run._probe.close()
+
+
+def _last_step(conn: Any, names: list[str]) -> int | None:
+    """The highest step any of ``names`` reached (an index lookup per name)."""
+    steps = [conn.execute("SELECT MAX(step) FROM scalars WHERE name=? AND "
+                          "typeof(step)='integer'", (n,)).fetchone()[0] for n in names]
+    steps = [int(s) for s in steps if isinstance(s, int)]
+    return max(steps) if steps else None
 
 
 def _run_name(run: Any) -> str:
@@ -123,33 +153,33 @@ def _config(meta: dict[str, Any]) -> dict[str, Any]:
             for k, v in list(raw.items())[:MAX_METRICS] if isinstance(v, plain)}
 
 
-def _metric_names(run: Any) -> list[str]:
+def _metric_names(conn: Any) -> list[str]:
     """Distinct metric names, walked along the ``(name, step)`` index one name at a time
     (a skip scan: cost per name, not per row)."""
-    rows = run._query(
+    rows = conn.execute(
         "WITH RECURSIVE n(name) AS (SELECT MIN(name) FROM scalars "
         "UNION ALL SELECT (SELECT MIN(name) FROM scalars WHERE name > n.name) FROM n "
         f"WHERE n.name IS NOT NULL LIMIT {MAX_METRICS + 1}) "
-        "SELECT name FROM n WHERE typeof(name)='text'", table="scalars")
+        "SELECT name FROM n WHERE typeof(name)='text'").fetchall()
     return [str(r[0])[:NAME_LIMIT] for r in rows[:MAX_METRICS]]
 
 
-def _curve(run: Any, name: str, buckets: int) -> Curve:
+def _curve(conn: Any, name: str, buckets: int) -> Curve:
     """``name`` bucketed over its step range (one bucket per point when short)."""
-    (lo, hi, count), = run._query(
+    (lo, hi, count), = conn.execute(
         "SELECT MIN(step), MAX(step), COUNT(*) FROM scalars WHERE name=? "
-        "AND typeof(step)='integer'", (name,), table="scalars")
+        "AND typeof(step)='integer'", (name,)).fetchall()
     if not count:
         empty = np.empty(0)
         return Curve(name, empty.astype(np.int64), empty, empty, empty, empty.astype(np.int64), 0)
     width = max(1, -(-(int(hi) - int(lo) + 1) // buckets))  # steps per bucket
-    rows = run._query(
+    rows = conn.execute(
         "SELECT MAX(step), MIN(value), MAX(value), AVG(value), "
         "SUM(value IS NULL OR value != value OR abs(value) > 1.7976931348623157e308) "
         "FROM scalars WHERE name=? AND typeof(step)='integer' "
         "AND typeof(value) IN ('real','integer','null') "
         f"GROUP BY (step - ?) / ? ORDER BY 1 LIMIT {buckets + 1}",
-        (name, int(lo), width), table="scalars")
+        (name, int(lo), width)).fetchall()
     arr = np.array([[np.nan if v is None else float(v) for v in r] for r in rows],
                    dtype=np.float64).reshape(-1, 5)
     return Curve(name, arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2], arr[:, 3],

@@ -71,10 +71,7 @@ class _Axis:
         self.spec, self.start, self.end = spec, start, end
         self.values: list[float] = []
         self.categories: list[str] = []
-
-    @property
-    def log(self) -> bool:
-        return self.spec.get("type") == "log"
+        self.log = spec.get("type") == "log"  # a log axis holds log10 of its values
 
     def add(self, values: Any) -> None:
         for v in values or []:
@@ -97,17 +94,18 @@ class _Axis:
         else:
             self.lo, self.hi = 0.0, 1.0
         self.reversed = self.spec.get("autorange") == "reversed"
+        span = (self.end - self.start) / ((self.hi - self.lo) or 1.0)
+        # pos(v) = origin + v * scale (reversed: measured from the far end)
+        self._scale = -span if self.reversed else span
+        self._origin = (self.end + self.lo * span) if self.reversed else (self.start - self.lo * span)
 
     def pos(self, v: Any) -> float:
         if isinstance(v, str):
             v = self.categories.index(v) if v in self.categories else 0
         v = float(v)
-        if self.log:  # a log axis holds log10 of its values (plotly's convention)
+        if self.log:  # (plotly's convention)
             v = math.log10(v) if v > 0 else self.lo
-        frac = (v - self.lo) / ((self.hi - self.lo) or 1.0)
-        if self.reversed:
-            frac = 1 - frac
-        return self.start + frac * (self.end - self.start)
+        return self._origin + v * self._scale
 
 
 def _layout_axes(layout: dict[str, Any], width: float, height: float,

@@ -22,7 +22,7 @@ from ..errors import VizdebugError, VizdebugTypeError
 from ..findings import Finding, Findings
 from ..progress import Progress
 from ..records.runs import RunEntry
-from ..store.many import BUCKETS, read_entry, run_paths
+from ..store.many import BUCKETS, default_metric, read_entry, run_paths
 from . import _compare_figure as fig
 from ._base import View
 from ._display import shown_where_called
@@ -205,14 +205,11 @@ class CompareRuns(View):
 
 def _default_metric(entries: Sequence[RunEntry]) -> str:
     names = list(dict.fromkeys(m for e in entries for m in e.metrics))
-    for prefer in ("loss", "train_loss"):
-        if prefer in names:
-            return prefer
-    losses = [n for n in names if "loss" in n.lower()]
-    if losses or names:
-        return (losses or names)[0]
-    raise VizdebugError("none of these runs logged a metric; log one with "
-                        "session.log(step=..., loss=...)")
+    metric = default_metric(names)
+    if metric is None:
+        raise VizdebugError("none of these runs logged a metric; log one with "
+                            "session.log(step=..., loss=...)")
+    return metric
 
 
 def compare_runs(runs: Any, metric: str | None = None, *, group_by: str | None = None,
@@ -250,7 +247,7 @@ def compare_runs(runs: Any, metric: str | None = None, *, group_by: str | None =
     if not paths:
         raise VizdebugError(f"no vizdebug runs in {str(runs)[:200]!r}; runs are the .sqlite "
                             f"files that vd.watch(..., store='runs/name') writes")
-    first = [read_entry(p, [] if metric is None else [metric], BUCKETS) for p in paths]
+    first = read_entries(paths, "default" if metric is None else [metric])
     metric = metric or _default_metric(first)
     if baseline is not None and baseline not in {e.name for e in first}:
         raise VizdebugError(f"baseline={baseline!r} is not one of the runs: "
@@ -260,6 +257,17 @@ def compare_runs(runs: Any, metric: str | None = None, *, group_by: str | None =
                        sort=sort)
     view._ensure_metric(metric)
     return shown_where_called(view)
+
+
+def read_entries(paths: Sequence[Path], metrics: Any) -> list[RunEntry]:
+    """``read_entry`` of each path, in order, on a few threads (SQLite releases the GIL
+    while it aggregates, so the reads overlap on every core)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(paths) < 8:
+        return [read_entry(p, metrics, BUCKETS) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)) as pool:
+        return list(pool.map(lambda p: read_entry(p, metrics, BUCKETS), paths))
 
 
 def _unique_names(entries: list[RunEntry]) -> None:
