@@ -14,11 +14,25 @@ from .findings import Finding, Findings, findings_html
 from .progress import Progress
 from .views._base import CSS
 
+MAX_NESTING = 8     # lists of lists of views a report unpacks
+MAX_PARTS = 10_000  # parts of one report
 
-def _parts(obj: Any) -> list[Any]:
-    if isinstance(obj, (list, tuple)) and not isinstance(obj, Findings):
-        return [p for item in obj for p in _parts(item)]
-    return [obj]
+
+def _parts(obj: Any, depth: int = 0, seen: frozenset = frozenset()) -> list[Any]:
+    """The parts of a report: nested lists and tuples unpacked, a list that holds itself
+    or nests deeper than :data:`MAX_NESTING` refused by name."""
+    if not isinstance(obj, (list, tuple)) or isinstance(obj, Findings):
+        return [obj]
+    if id(obj) in seen:
+        raise VizdebugTypeError("report() was given a list that contains itself; pass a flat "
+                                "list of sessions, runs, views or findings")
+    if depth >= MAX_NESTING:
+        raise VizdebugTypeError(f"report() was given lists nested more than {MAX_NESTING} "
+                                "deep; pass a flat list of sessions, runs, views or findings")
+    if len(obj) > MAX_PARTS:
+        raise VizdebugTypeError(f"report() was given {len(obj):,} parts; at most {MAX_PARTS:,}")
+    inner = seen | {id(obj)}
+    return [p for item in obj for p in _parts(item, depth + 1, inner)]
 
 
 def _section(part: Any) -> str:
@@ -26,6 +40,10 @@ def _section(part: Any) -> str:
     if isinstance(part, Findings) or (isinstance(part, list) and all(isinstance(f, Finding) for f in part)):
         title = html.escape(str(getattr(part, "title", "") or "Findings"))  # whose they are
         return f"<section><h2>{title}</h2>{_counts(part)}{findings_html(part)}</section>"
+    if isinstance(part, type):  # (a class has to_html too: an unbound one)
+        raise VizdebugTypeError(
+            f"report() was given the class {part.__name__[:80]} itself; pass an instance: a "
+            "Session from vd.watch, a Run from vd.open_run, a view, or Findings")
     to_html = getattr(part, "to_html", None)
     if to_html is None:
         raise VizdebugTypeError(
