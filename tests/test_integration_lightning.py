@@ -286,3 +286,21 @@ def test_ddp_with_two_gloo_processes_stores_one_run_per_rank(tmp_path):
         mine = df[df["rank"] == rank]
         assert mine[mine.name == "loss"].step.tolist() == list(range(12))  # 192 rows a rank
         assert mine[mine.name == "val_loss"].step.tolist() == [5, 11]
+
+
+class WithHyperparameters(Regressor):
+    def __init__(self, lr: float) -> None:
+        super().__init__(lr)
+        self.save_hyperparameters()
+
+
+def test_the_modules_hyperparameters_are_the_runs_config(tmp_path):
+    """What Lightning knows of the run (``hparams``) is stored as its ``config``, which
+    ``vd.compare_runs`` groups and tabulates by."""
+    path = tmp_path / "hparams.sqlite"
+    torch.manual_seed(0)
+    trainer = L.Trainer(callbacks=[VizdebugCallback(run=path)], accelerator="cpu", devices=1,
+                        max_epochs=1, enable_progress_bar=False, logger=False,
+                        enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(WithHyperparameters(0.02), *loaders())
+    assert vd.open_run(path).meta["config"] == {"lr": 0.02}

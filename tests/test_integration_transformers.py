@@ -155,6 +155,9 @@ def test_stored_run_is_readable(tmp_path):
     df = run.scalars()
     assert set(df.name) >= {"loss", "eval_loss", "learning_rate", "grad_norm"}
     assert df[df.name == "loss"].step.tolist() == list(range(trainer.state.global_step))
+    config = run.meta["config"]  # the TrainingArguments, for vd.compare_runs
+    assert config["learning_rate"] == trainer.args.learning_rate
+    assert config["num_train_epochs"] == 1
 
 
 def test_bad_options_are_refused_when_the_callback_is_built():

@@ -113,10 +113,28 @@ def _torch() -> Any:
     return torch
 
 
+def known_config(settings: Any) -> dict[str, Any]:
+    """What a framework already knows of a run's settings (Lightning's ``hparams``, a
+    ``TrainingArguments.to_dict()``) as ``config=``: text keys, the first 200; an
+    unreadable mapping gives none (it must never stop training).
+
+    >>> known_config({"lr": 0.1, 3: "x"})
+    {'lr': 0.1}
+    """
+    try:
+        items = list(dict(settings).items())
+    except Exception:
+        return {}
+    return dict([(k, v) for k, v in items if isinstance(k, str) and 0 < len(k) <= 200][:200])
+
+
 def start(model: Any, loader: Any, run: Any, options: dict[str, Any],
-          tracking: list[dict[str, Any]] = ()) -> Session:
+          tracking: list[dict[str, Any]] = (), config: Any = None) -> Session:
     """``watch(model, ...)`` and the layers to track; a loader vizdebug cannot tap is left
-    alone, not refused."""
+    alone, not refused. ``config``: what the framework knows of the run's settings (the
+    user's own ``config=`` option wins)."""
+    if config and "config" not in options:
+        options = {**options, "config": known_config(config)}
     try:
         session = watch(model, loader=loader, store=run, **options)
     except VizdebugTypeError:

@@ -78,7 +78,8 @@ class VizdebugCallback(Callback):
         run = _common.shared_run_path(self.run, trainer.strategy.broadcast)
         loader = trainer.train_dataloader
         self.session = _common.start(pl_module, loader if _is_loader(loader) else None, run,
-                                     self.watch_options, self.tracking)
+                                     self.watch_options, self.tracking,
+                                     config=getattr(pl_module, "hparams", None))
         self._loss = _common.StepLoss()
         self._steps_seen, self._in_step = trainer.global_step, False
         self._logged = dict(trainer.callback_metrics)

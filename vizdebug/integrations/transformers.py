@@ -79,7 +79,8 @@ class VizdebugCallback(TrainerCallback):
         self.close()  # a callback reused for a second train()
         run = _common.shared_run_path(self.run, _broadcast)
         loader = train_dataloader if _is_loader(train_dataloader) else None
-        self.session = _common.start(model, loader, run, self.watch_options, self.tracking)
+        self.session = _common.start(model, loader, run, self.watch_options, self.tracking,
+                                     config=_arguments(args))
         self._loss, self._scaled = _common.StepLoss(), False
         self._hook = model.register_forward_hook(self._read_loss, with_kwargs=True)
         if self.dashboard and state.is_world_process_zero:
@@ -162,3 +163,11 @@ def _broadcast(name: str) -> str:
     box = [name]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def _arguments(args: Any) -> dict[str, Any]:
+    """A ``TrainingArguments``' settings (empty when it cannot say them)."""
+    try:
+        return dict(args.to_dict())
+    except Exception:
+        return {}
