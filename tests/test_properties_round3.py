@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import signal
-import threading
 import warnings
 from typing import Any
 
@@ -27,31 +25,14 @@ from hypothesis import strategies as st
 import vizdebug as vd
 from vizdebug.errors import VizdebugError
 
+from .test_properties import time_limit
+
 pytestmark = pytest.mark.filterwarnings("ignore")
 LIMIT_S = 10
 SETTINGS = settings(max_examples=120, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 
 TORCH_DTYPES = sorted({d for d in vars(torch).values() if isinstance(d, torch.dtype)}, key=str)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int):
-    """Fail the example (rather than hang the suite) when a call runs past ``seconds``."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(*_):
-        raise TimeoutError(f"a call ran past {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def clear(call, *args, **kwargs) -> Any:
