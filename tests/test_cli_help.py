@@ -63,3 +63,16 @@ def test_ls_counts_the_steps_the_dashboard_and_the_report_show(tmp_path, capsys)
     assert row.split()[2] == live == reported == "115"  # (no column here holds a space)
     (json_row,) = cli_ls.list_runs(tmp_path)
     assert json_row["steps"] == 115 and json_row["last_step"] == 114
+
+
+def test_the_demo_says_what_is_missing_instead_of_a_traceback(monkeypatch, capsys):
+    """Without torch the demo cannot train: one line naming the extra, exit status 2."""
+    from vizdebug import __main__, demo
+    from vizdebug.errors import VizdebugError
+
+    def no_torch(*_, **__):
+        raise VizdebugError('the demo needs torch: pip install "vizdebug[torch]"')
+
+    monkeypatch.setattr(demo, "run_demo", no_torch)
+    assert __main__.main(["demo"]) == 2
+    assert 'pip install "vizdebug[torch]"' in capsys.readouterr().err

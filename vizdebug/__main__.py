@@ -52,8 +52,13 @@ def main(argv: list[str] | None = None) -> int:
         return cli_compare.main(args)
     if args.command == "demo":
         from .demo import run_demo
+        from .errors import VizdebugError
 
-        run_demo(args.out, epochs=args.epochs)
+        try:
+            run_demo(args.out, epochs=args.epochs)
+        except VizdebugError as exc:  # e.g. no torch: the message says what to install
+            print(f"vizdebug demo: {cli_ls.printable(str(exc))}", file=sys.stderr)
+            return 2
     elif args.command == "report":
         from . import open_run, report
         from .errors import VizdebugError
