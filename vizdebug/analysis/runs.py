@@ -8,9 +8,9 @@ Pure functions over :class:`~vizdebug.store.many.RunEntry` (what the store read)
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -63,23 +63,11 @@ def band(label: str, members: Sequence[RunEntry], metric: str, grid: int = GRID)
     hi = max(int(c.step[-1]) for _, c in curves)
     steps = np.unique(np.linspace(lo, hi, min(grid, hi - lo + 1)).round().astype(np.int64))
     stack = np.vstack([_on_grid(c.step, c.mean, steps) for _, c in curves])
-    with np.errstate(all="ignore"), _quiet_nan_warnings():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # a step no run of the group reached is an all-NaN column: NaN, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
         mean, low, high = np.nanmean(stack, 0), np.nanmin(stack, 0), np.nanmax(stack, 0)
     return Band(label, tuple(n for n, _ in curves), steps, mean, low, high)
-
-
-class _quiet_nan_warnings:
-    """numpy warns on an all-NaN column (a step no run of the group reached): it is NaN."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._catch.__exit__(*exc)
 
 
 def _on_grid(step: np.ndarray, value: np.ndarray, grid: np.ndarray) -> np.ndarray:

@@ -23,15 +23,13 @@ import datetime as _dt
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import VizdebugError
 from ..findings import Findings
 from ..progress import Progress
-
-FINDINGS_UP_TO_MB = 64.0  # runs above this size are listed without their findings
+from ..store.many import FINDINGS_UP_TO_MB, run_files
 
 
 def add_parser(sub: Any) -> None:
@@ -46,16 +44,6 @@ def add_parser(sub: Any) -> None:
                     help="diagnose runs up to this size on disk (default %(default)g MB; "
                          "larger ones are listed without findings)")
     ls.add_argument("--no-findings", action="store_true", help="skip the diagnosis (fast)")
-
-
-def candidates(folder: Path, recursive: bool) -> Iterator[Path]:
-    """``*.sqlite`` files in ``folder`` (and its non-hidden sub-folders when
-    ``recursive``), in name order; symbolic links to folders are not followed."""
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if recursive and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".sqlite"):
-                yield Path(root) / name
 
 
 def disk_size(path: Path) -> int:
@@ -136,7 +124,7 @@ def list_runs(folder: Path, *, recursive: bool = False,
     first."""
     from ..store.schema import NOT_A_RUN, run_file_problem
 
-    paths = [folder] if folder.is_file() else list(candidates(folder, recursive))
+    paths = [folder] if folder.is_file() else list(run_files(folder, recursive))
     rows = []
     with Progress("vizdebug ls", total=len(paths), unit="files") as bar:
         for p in paths:

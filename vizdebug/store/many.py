@@ -32,6 +32,7 @@ BUCKETS = 600        # buckets per curve: about one per pixel column of the char
 MAX_METRICS = 200    # metric names read per run
 MAX_RUNS = 2000      # runs in one comparison
 NAME_LIMIT = 200     # characters of a metric name kept
+FINDINGS_UP_TO_MB = 64.0  # runs larger than this are listed and compared without a diagnosis
 
 
 def run_files(folder: Path, recursive: bool = True) -> Iterator[Path]:

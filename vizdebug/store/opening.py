@@ -3,12 +3,12 @@ and open it as a :class:`~vizdebug.store.run.Run`."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .guard import UnsafeRun
+from .registry import write_up_to_now
 from .run import Run
 from .schema import NOT_A_RUN, is_run_file, run_file_problem
 
@@ -55,18 +55,5 @@ def open_run(path: str | os.PathLike) -> Run:
     ('closed', [0.0, 1.0, 2.0])
     """
     resolved = _resolve(path)
-    _write_up_to_now(resolved)
+    write_up_to_now(resolved)
     return Run(resolved)
-
-
-def _write_up_to_now(path: Path) -> None:
-    """Have this process's live writer of ``path`` (if any) write what it holds."""
-    from .registry import OPEN
-
-    real = os.path.realpath(path)
-    for writer in list(OPEN):  # (one closing late, in its own thread, is left to finish)
-        if writer.closed or writer.closing is not None:
-            continue
-        if os.path.realpath(writer.path) == real:
-            with contextlib.suppress(Exception):  # a failed write is the writer's to report
-                writer.tick()

@@ -36,6 +36,18 @@ def supersede(path: Path) -> None:
             writer.give_up("a new run of this process replaces it")
 
 
+def write_up_to_now(path: Path) -> None:
+    """Have this process's live writer of ``path`` (if any) write what it holds now (a
+    writer closing late, in its own thread, is left to finish)."""
+    real = os.path.realpath(path)
+    for writer in list(OPEN):
+        if writer.closed or writer.closing is not None:
+            continue
+        if os.path.realpath(writer.path) == real:
+            with contextlib.suppress(Exception):  # a failed write is the writer's to report
+                writer.tick()
+
+
 def _forget_all_in_child() -> None:
     """In a forked child (a DataLoader worker), which never writes: drop its copies of the
     writers' locks, so that a worker outliving a killed parent does not keep the run

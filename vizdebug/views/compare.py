@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import os
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,11 @@ from ..errors import VizdebugError, VizdebugTypeError
 from ..findings import Finding, Findings
 from ..progress import Progress
 from ..records.runs import RunEntry
-from ..store.many import BUCKETS, default_metric, read_entry, run_paths
+from ..store.many import BUCKETS, FINDINGS_UP_TO_MB, default_metric, read_entry, run_paths
 from . import _compare_figure as fig
 from ._base import View
 from ._display import shown_where_called
 from ._figure_svg import figure_svg
-
-FINDINGS_UP_TO_MB = 64.0  # runs larger than this are compared without their diagnosis
 
 
 def _run_findings(path: Path, up_to_mb: float) -> Findings | None:
@@ -87,19 +86,21 @@ class CompareRuns(View):
     def figure(self) -> dict[str, Any]:
         """The chart as a figure dict (plotly's schema: ``plotly.graph_objects.Figure(d)``)."""
         self._ensure_metric(self.metric)
-        shown = self.shown
+        return self._figure(self.shown)
+
+    def _figure(self, shown: list[RunEntry]) -> dict[str, Any]:
         bands = []
         if self.group_by:
             bands = [b for label, members in groups(shown, self.group_by).items()
                      if (b := band(label, members, self.metric)) is not None]
-        return fig.figure(shown, self.metric, bands=bands, colours=self._colours(),
+        return fig.figure(shown, self.metric, bands=bands, colours=self._colours(shown),
                           baseline=self.baseline)
 
-    def _colours(self) -> dict[str, str]:
+    def _colours(self, shown: list[RunEntry]) -> dict[str, str]:
         """Each run's colour: its own, or its group's when grouped (the band's colour)."""
         if not self.group_by:
             return self.colours
-        labels = list(groups(self.shown, self.group_by))
+        labels = list(groups(shown, self.group_by))
         return {e.name: fig.colour(labels.index(group_label(e, self.group_by)))
                 if group_label(e, self.group_by) in labels else "#888" for e in self.entries}
 
@@ -144,8 +145,7 @@ class CompareRuns(View):
         return Findings(out)
 
     # -- the table ---------------------------------------------------------------------------
-    def _rows(self) -> list[dict[str, Any]]:
-        shown = self.shown
+    def _rows(self, shown: list[RunEntry]) -> list[dict[str, Any]]:
         keys, _ = fig.varying_keys(shown) if shown else ([], {})
         counts = {e.name: (f.counts() if (f := self._findings.get(e.name)) is not None
                            else None) for e in shown}
@@ -158,10 +158,10 @@ class CompareRuns(View):
         import pandas as pd
 
         self._ensure_metric(self.metric)
-        return pd.DataFrame(self._rows())
+        return pd.DataFrame(self._rows(self.shown))
 
-    def _shared_note(self) -> str:
-        _, same = fig.varying_keys(self.shown) if self.shown else ([], {})
+    def _shared_note(self, shown: list[RunEntry]) -> str:
+        _, same = fig.varying_keys(shown) if shown else ([], {})
         if not same:
             return ""
         text = ", ".join(f"{k}={v}" for k, v in list(same.items())[:12])
@@ -179,14 +179,15 @@ class CompareRuns(View):
     # -- rendering ---------------------------------------------------------------------------
     def _body(self, with_findings: bool) -> str:
         self._ensure_metric(self.metric)
+        shown = self.shown  # (filtered and ranked once for the whole picture)
         unread = [e for e in self.entries if e.state == "unreadable"]
         note = "".join(f'<p class="vd-note">unreadable: {html.escape(str(e.path))}: '
                        f'{html.escape(e.note or "")}</p>' for e in unread[:10])
         group = f", grouped by {html.escape(self.group_by)}" if self.group_by else ""
-        head = (f"<h3>{len(self.shown)} of {len(self.entries)} runs{group}: "
+        head = (f"<h3>{len(shown)} of {len(self.entries)} runs{group}: "
                 f"{html.escape(self.metric)}</h3>")
-        return (head + figure_svg(self.figure()) + self._shared_note()
-                + fig.table_html(self._rows(), self._colours(), self.baseline)
+        return (head + figure_svg(self._figure(shown)) + self._shared_note(shown)
+                + fig.table_html(self._rows(shown), self._colours(shown), self.baseline)
                 + (self._findings_html() if with_findings else "") + note)
 
     def _static_html(self) -> str:
@@ -272,9 +273,7 @@ def read_entries(paths: Sequence[Path], metrics: Any) -> list[RunEntry]:
 
 def _unique_names(entries: list[RunEntry]) -> None:
     """Two runs of the same file name in different folders get their folder in front."""
-    seen: dict[str, int] = {}
-    for e in entries:
-        seen[e.name] = seen.get(e.name, 0) + 1
+    seen = Counter(e.name for e in entries)
     for e in entries:
         if seen[e.name] > 1:
             e.name = f"{e.path.parent.name}/{e.name}"

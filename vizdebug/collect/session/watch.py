@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._env import require_torch
 from ...errors import VizdebugTypeError, describe
+from ...store.names import storable_name
 from ..checks.anomaly import AnomalyPolicy, check_on_anomaly
 from ..hooks.sampling import check_every
 from .core import Session
@@ -124,7 +125,7 @@ def _config_key(key: object) -> str:
     if not isinstance(key, str) or not key or len(key) > 200:
         raise VizdebugTypeError(f"config keys must be non-empty text of at most 200 "
                                 f"characters; got {describe(key)}")
-    return _encodable(key)
+    return storable_name(key)
 
 
 def _config_value(value: object) -> Any:
@@ -135,10 +136,4 @@ def _config_value(value: object) -> Any:
         return int(value)  # (a bigger one is no number SQLite or JSON readers hold)
     if isinstance(value, numbers.Real) and math.isfinite(float(value)):
         return float(value)
-    return _encodable(value if isinstance(value, str) else repr(value))[:200]
-
-
-def _encodable(text: str) -> str:
-    """``text`` with lone surrogates (what ``os.fsdecode`` of stray bytes gives) escaped,
-    so the run file's UTF-8 can always hold it."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return storable_name(value if isinstance(value, str) else repr(value))[:200]
