@@ -144,3 +144,12 @@ def test_many_findings_are_capped_on_the_page_but_kept():
     page = view._repr_mimebundle_()["text/html"]
     assert "more findings, all listed in .findings" in page
     assert len(repr(view)) < 1000
+
+
+def test_arrow_input_with_a_column_name_used_twice_is_refused_by_name():
+    """Found by the property sweep in CI: arrow keeps two columns called '1', and asking
+    the schema for '1' raised pyarrow's KeyError."""
+    ref = pa.table({"1": pa.array([1.0, 2.0, 3.0])})
+    cur = pa.Table.from_arrays([pa.array([1.0, 2.0]), pa.array([3.0, 4.0])], names=["1", "1"])
+    with pytest.raises(VizdebugError, match="used more than once"):
+        vd.compare_distributions(ref, cur)

@@ -161,6 +161,11 @@ def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: 
              kinds: dict[str, str] | None, time_name: str | None) -> tuple[dict[str, str], list[str], list[str]]:
     """The compared columns with their kinds (None: nested values, not compared), and the
     names only in the reference / current."""
+    for side, ds in (("reference", ref_ds), ("current", cur_ds)):
+        twice = [n for n, k in Counter(ds.schema.names).items() if k > 1]
+        if twice:  # (arrow keeps both; a column cannot then be asked for by its name)
+            raise VizdebugError(f"the {side} data has {len(twice)} column names used more "
+                                f"than once (e.g. {twice[0]!r}); give each column its own name")
     ref_cols = {f.name: arrow_kind(f.type) for f in ref_ds.schema}
     cur_cols = {f.name: arrow_kind(f.type) for f in cur_ds.schema}
     names = [n for n in features or [c for c in ref_cols if c in cur_cols] if n != time_name]
