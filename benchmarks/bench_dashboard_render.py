@@ -1,20 +1,34 @@
-"""What redrawing a dashboard panel costs the page's main thread: vizdebug's SVG charts
-beside plotly.js (``Plotly.react``, what a plotly-based live view such as a FigureWidget
-does), on the same panel dicts, in the same headless Chromium.
+"""What drawing the dashboard costs the page's main thread: vizdebug's own SVG charts beside
+uPlot (the vendored canvas chart library, ``views/static/vendor``) and plotly.js
+(``Plotly.react``, what a plotly-based live view such as a FigureWidget does), on the same
+panels, in the same headless Chromium, interleaved.
 
     python benchmarks/bench_dashboard_render.py            # 3000 steps, 4 metrics
-    python benchmarks/bench_dashboard_render.py --steps 300
+    python benchmarks/bench_dashboard_render.py --steps 300 --big 200000
+
+Four measurements:
+
+1. per panel: each of ten successive states (one step more each) drawn in turn, 30 times;
+   the median ms of one redraw (synchronous work, the microtasks it queues (uPlot draws in
+   one) and the layout it forces). uPlot keeps its chart and is handed the new data
+   (``setData``), as a live view would; the heatmap and the grouped bars have no uPlot
+   form (the issue keeps the heatmap a small canvas of our own), so they are ours in the
+   uPlot column of the refresh.
+2. one refresh: every panel redrawn in one go, the figure the 16 ms budget is about.
+3. a long series (1M points by default): the first draw, then a zoom to a tenth of it.
+4. page weight: the bytes each engine's script adds to a page, raw and gzipped.
 
 The panels come from a real session (a small model, its loader tapped, four logged
-metrics, gradients sampled every 2 steps); each of ten successive states (one more step each) is drawn in
-turn, 30 times, and the median time of one draw is reported per panel, synchronous work
-plus the layout it forces. plotly is not a dependency of vizdebug: ``pip install plotly``
-for its column (without it, only vizdebug's is measured).
+metrics, gradients sampled every 2 steps). plotly is not a dependency of vizdebug:
+``pip install plotly`` for its column (without it, vizdebug and uPlot are measured).
+Timings on a shared machine are noisy: the engines are measured in alternation, so a
+ratio within one run is worth more than a figure across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -28,30 +42,129 @@ import vizdebug as vd
 from vizdebug.views._dashboard_figure import dashboard_panels
 from vizdebug.views.dashboard import _charts_js, _live
 
-STATE_JS = Path(vd.__file__).parent / "views" / "static" / "dashboard_state.js"
+STATIC = Path(vd.__file__).parent / "views" / "static"
+STATE_JS = STATIC / "dashboard_state.js"
+UPLOT_JS = STATIC / "vendor" / "uPlot-1.6.32.iife.min.js"
+UPLOT_CSS = STATIC / "vendor" / "uPlot-1.6.32.min.css"
+LINE_PANELS = ("curves", "timing", "system")
 
-DRAW_JS = """async ([kind, name]) => {
-  const S = window.STATES, div = document.getElementById("panel");
-  const fig = (i) => { const p = S[i % S.length][name];
+# A panel's line traces as uPlot data and options: one x (the union of the traces' steps)
+# and a y per trace, null where it has no point (uPlot's data are aligned columns), and a
+# second y scale where a trace is on y2. What a uPlot port must do on each refresh, so it
+# is inside the timed draw.
+ADAPTER_JS = """
+function benchUplotData(panel) {
+  const traces = panel.data.filter((t) => t.type === "scatter" && t.visible !== false);
+  const xs = new Set();
+  for (const t of traces) for (const v of t.x || []) xs.add(v);
+  const x = Float64Array.from(xs).sort();
+  const at = new Map();
+  x.forEach((v, i) => at.set(v, i));
+  const cols = traces.map((t) => {
+    const col = new Array(x.length).fill(null);
+    (t.x || []).forEach((v, i) => { col[at.get(v)] = t.y[i]; });
+    return col;
+  });
+  return { traces, data: [x, ...cols] };
+}
+function benchUplotOpts(traces, width) {
+  return { width, height: 260, legend: { show: true }, cursor: { drag: { x: true, y: false } },
+    scales: { x: { time: false } },
+    axes: [{}, { scale: "y" }, { scale: "y2", side: 1, grid: { show: false } }],
+    series: [{}, ...traces.map((t) => ({ label: t.name, scale: t.yaxis === "y2" ? "y2" : "y",
+      stroke: (t.line && t.line.color) || "#1f77b4", width: (t.line && t.line.width) || 1,
+      spanGaps: true, points: { show: (t.mode || "").includes("markers") } }))] };
+}
+"""
+
+SETTLE_JS = "() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)))"
+
+# One engine draws one panel (or all) `reps` times over the states; ms per draw.
+DRAW_JS = """async ([kind, names, reps]) => {
+  const S = window.STATES, host = document.getElementById("host");
+  host.innerHTML = "";
+  const divs = {}, charts = {};
+  for (const name of names) {
+    const div = document.createElement("div");
+    div.style.width = "1000px";
+    host.appendChild(div);
+    divs[name] = div;
+  }
+  const fig = (i, name) => { const p = S[i % S.length][name];
     return name === "curves" ? vdCurvesView(p, 0.6, false) : p; };
-  div.innerHTML = "";
-  let chart = null;
-  const draw = (f) => {
-    if (kind === "vizdebug") { chart = chart || vdChart(div); chart.draw(f); }
-    else Plotly.react(div, f.data, f.layout, {displaylogo: false});
-    div.getBoundingClientRect();  // the layout the draw forces
+  const drawOne = (i, name) => {
+    const f = fig(i, name), div = divs[name];
+    if (kind === "plotly") { Plotly.react(div, f.data, f.layout, {displaylogo: false}); return; }
+    if (kind === "uplot" && LINE.includes(name)) {
+      const { traces, data } = benchUplotData(f);
+      if (!charts[name]) charts[name] = new uPlot(benchUplotOpts(traces, 1000), data, div);
+      else charts[name].setData(data);
+      return;
+    }
+    charts[name] = charts[name] || vdChart(div);
+    charts[name].draw(f);
   };
-  draw(fig(0));
+  const drawAll = async (i) => {
+    for (const name of names) drawOne(i, name);
+    await Promise.resolve(); await Promise.resolve();  // uPlot commits in a microtask
+    host.getBoundingClientRect();  // the layout the draw forces
+  };
+  await drawAll(0);
   const times = [];
-  for (let r = 1; r <= 30; r++) {
-    const f = fig(r);
+  for (let r = 1; r <= reps; r++) {
     const t = performance.now();
-    draw(f);
+    await drawAll(r);
     times.push(performance.now() - t);
     await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
   }
-  if (kind === "plotly") Plotly.purge(div);
+  for (const name of names) {
+    if (kind === "plotly") Plotly.purge(divs[name]);
+    else if (charts[name] && charts[name].destroy) charts[name].destroy();
+    else if (charts[name]) charts[name].purge();
+  }
   return times;
+}"""
+
+# A long random walk: the first draw, then a zoom to the tenth in the middle (uPlot: its
+# x scale set; ours: the drag a user makes, as mouse events).
+BIG_JS = """async ([kind, n]) => {
+  const host = document.getElementById("host");
+  host.innerHTML = "<div id='big' style='width:1000px'></div>";
+  const div = host.firstChild;
+  let s = 1, v = 0;
+  const x = new Float64Array(n), y = new Float64Array(n);
+  for (let i = 0; i < n; i++) { s = (s * 16807) % 2147483647; v += s / 2147483647 - 0.5;
+    x[i] = i; y[i] = v; }
+  const settle = async () => { await Promise.resolve(); await Promise.resolve();
+    div.getBoundingClientRect(); };
+  const out = {};
+  let t = performance.now();
+  let chart;
+  if (kind === "uplot") {
+    chart = new uPlot({ width: 1000, height: 260, scales: { x: { time: false } },
+      series: [{}, { label: "walk", stroke: "#1f77b4" }] }, [x, y], div);
+  } else {
+    chart = vdChart(div);
+    chart.draw({ data: [{ type: "scatter", mode: "lines", name: "walk", x: Array.from(x),
+      y: Array.from(y), line: { color: "#1f77b4", width: 1 } }],
+      layout: { xaxis: { title: { text: "step" } }, yaxis: {}, height: 260 } });
+  }
+  await settle();
+  out.draw = performance.now() - t;
+  await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
+  t = performance.now();
+  if (kind === "uplot") {
+    chart.setScale("x", { min: 0.45 * n, max: 0.55 * n });
+  } else {
+    const svg = div.querySelector("svg"), box = svg.getBoundingClientRect();
+    const ev = (type, fx) => div.firstChild.dispatchEvent(new MouseEvent(type, { bubbles: true,
+      clientX: box.left + box.width * fx, clientY: box.top + box.height * 0.5 }));
+    ev("mousedown", 0.45); ev("mousemove", 0.5); ev("mouseup", 0.55);
+  }
+  await settle();
+  out.zoom = performance.now() - t;
+  if (chart.destroy) chart.destroy(); else chart.purge();
+  return out;
 }"""
 
 
@@ -84,45 +197,86 @@ def states(steps: int) -> list[dict]:
     return out
 
 
-def page(panels: list[dict], with_plotly: bool) -> str:
-    plotly = ""
+def engine_scripts(with_plotly: bool) -> dict[str, str]:
+    """Each engine's script (and style) as a page must carry it."""
+    out = {"vizdebug": _charts_js(),
+           "uplot": UPLOT_JS.read_text(encoding="utf-8") + UPLOT_CSS.read_text(encoding="utf-8")}
     if with_plotly:
         from plotly.offline import get_plotlyjs
 
-        plotly = f"<script>{get_plotlyjs()}</script>"
-    return (f"<html><body><div id='panel' style='width:1000px'></div>{plotly}"
-            f"<script>{STATE_JS.read_text()}\n{_charts_js()}\n"
+        out["plotly"] = get_plotlyjs()
+    return out
+
+
+def page(panels: list[dict], scripts: dict[str, str]) -> str:
+    plotly = f"<script>{scripts['plotly']}</script>" if "plotly" in scripts else ""
+    return (f"<html><head><style>{UPLOT_CSS.read_text(encoding='utf-8')}</style></head>"
+            f"<body><div id='host'></div>{plotly}"
+            f"<script>{UPLOT_JS.read_text(encoding='utf-8')}</script>"
+            f"<script>{STATE_JS.read_text()}\n{_charts_js()}\n{ADAPTER_JS}\n"
+            f"const LINE = {json.dumps(LINE_PANELS)};\n"
             f"window.STATES = {json.dumps(panels)};</script></body></html>")
+
+
+def _ratio_row(label: str, values: list[float], digits: int = 1) -> str:
+    ratios = " | ".join(f"{v / values[0]:.2f}x" for v in values[1:])
+    return f"| {label} | " + " | ".join(f"{v:.{digits}f}" for v in values) + f" | {ratios} |"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--big", type=int, default=1_000_000, help="points of the long series")
+    parser.add_argument("--reps", type=int, default=30)
     args = parser.parse_args()
     try:
         import plotly  # noqa: F401
-        kinds = ["vizdebug", "plotly"]
+        kinds = ["vizdebug", "uplot", "plotly"]
     except ImportError:
-        kinds = ["vizdebug"]
-        print("plotly is not installed: measuring vizdebug's charts only")
+        kinds = ["vizdebug", "uplot"]
+        print("plotly is not installed: measuring vizdebug's charts and uPlot only")
     from playwright.sync_api import sync_playwright
 
     panels = states(args.steps)
+    scripts = engine_scripts("plotly" in kinds)
+    head = "| what | " + " | ".join(kinds) + " | " + " | ".join(f"{k} / vizdebug" for k in kinds[1:])
+    rule = "|---" * (2 * len(kinds)) + "|"
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         path = Path(tmp) / "page.html"
-        path.write_text(page(panels, "plotly" in kinds), encoding="utf-8")
+        path.write_text(page(panels, scripts), encoding="utf-8")
         browser = pw.chromium.launch(executable_path=os.environ.get(
             "VIZDEBUG_CHROMIUM", "/usr/bin/chromium"), args=["--no-sandbox", "--disable-gpu"])
         tab = browser.new_page(viewport={"width": 1200, "height": 900})
         tab.goto(path.as_uri())
-        print(f"\n{args.steps} steps, 4 metrics; median ms per redraw (sync work + layout)\n")
-        print("| panel | " + " | ".join(kinds) + (" | plotly / vizdebug |" if len(kinds) > 1 else " |"))
-        print("|---" * (len(kinds) + 1 + (len(kinds) > 1)) + "|")
-        for name in panels[0]:
-            medians = [statistics.median(tab.evaluate(DRAW_JS, [kind, name])) for kind in kinds]
-            ratio = f" | {medians[1] / medians[0]:.1f}x" if len(medians) > 1 else ""
-            print(f"| {name} | " + " | ".join(f"{m:.1f}" for m in medians) + ratio + " |")
+        print(f"\n{args.steps} steps, 4 metrics; median ms per redraw (sync work, microtasks, "
+              "layout); engines interleaved\n")
+        print(head + " |")
+        print(rule)
+        for names in [[name] for name in panels[0]] + [list(panels[0])]:
+            samples = {kind: [] for kind in kinds}
+            for _ in range(3):  # interleaved rounds
+                for kind in kinds:
+                    samples[kind] += tab.evaluate(DRAW_JS, [kind, names, args.reps // 3])
+                    tab.evaluate(SETTLE_JS)
+            label = names[0] if len(names) == 1 else "one refresh (all five panels)"
+            if len(names) == 1 and names[0] not in LINE_PANELS:
+                label += " (ours in the uPlot column)"
+            print(_ratio_row(label, [statistics.median(samples[k]) for k in kinds]))
+        big = [k for k in kinds if k != "plotly"]
+        print(f"\n{args.big:,}-point series, ms (first draw, then a zoom to a tenth)\n")
+        print("| what | " + " | ".join(big) + " | uplot / vizdebug |\n|---|---|---|---|")
+        results = {k: [] for k in big}
+        for _ in range(2):
+            for kind in big:
+                results[kind].append(tab.evaluate(BIG_JS, [kind, args.big]))
+        for what in ("draw", "zoom"):
+            print(_ratio_row(what, [min(r[what] for r in results[k]) for k in big], 0))
         browser.close()
+    print("\npage weight, bytes the engine's script adds to a page\n")
+    print("| engine | raw | gzipped |\n|---|---|---|")
+    for kind, text in scripts.items():
+        raw = text.encode("utf-8")
+        print(f"| {kind} | {len(raw):,} | {len(gzip.compress(raw)):,} |")
 
 
 if __name__ == "__main__":
