@@ -59,6 +59,30 @@ class Viewable:
             follow(frames[0].layer, view)
         return shown_where_called(view)
 
+    def to_frame(self, panel: str = "curves") -> Any:
+        """One dashboard panel's numbers as a ``pandas.DataFrame`` (``curves``: every
+        logged series, long form; see :meth:`vizdebug.views.dashboard.Dashboard.to_frame`).
+
+        Examples
+        --------
+        >>> vd.open_run(path).to_frame().to_csv("series.csv")  # doctest: +SKIP
+        """
+        from .views.panel_frames import source_frame
+
+        return source_frame(self, panel)
+
+    def figure(self, panel: str | None = "curves") -> Any:
+        """One dashboard panel as a ``plotly.graph_objects.Figure`` (``curves``: a line
+        per logged series; ``None``: every panel with data); needs plotly.
+
+        Examples
+        --------
+        >>> vd.open_run(path).figure().write_html("series.html")  # doctest: +SKIP
+        """
+        from .views.panel_frames import source_figure
+
+        return source_figure(self, panel)
+
     def to_html(self) -> str:
         """The dashboard as it is now, as static HTML (used by ``vd.report``)."""
         from .views.dashboard import Dashboard

@@ -28,6 +28,8 @@ from . import _compare_figure as fig
 from ._base import View
 from ._display import shown_where_called
 from ._figure_svg import figure_svg
+from ._plotly_export import plotly_go
+from .view_frames import compare_figure, compare_frame
 
 
 def _run_findings(path: Path, up_to_mb: float) -> Findings | None:
@@ -83,16 +85,37 @@ class CompareRuns(View):
             entry = read_entry(self.entries[i].path, [metric])
             self.entries[i].curves.update(entry.curves)
 
-    def figure(self) -> dict[str, Any]:
-        """The chart as a figure dict (plotly's schema: ``plotly.graph_objects.Figure(d)``)."""
+    def to_frame(self) -> Any:
+        """The chart's numbers as a ``pandas.DataFrame``: ``run``, ``step``, ``low``,
+        ``high``, ``mean`` (each shown run's buckets; grouped, each group's mean and range).
+
+        Examples
+        --------
+        >>> view.to_frame().to_csv("runs.csv")   # doctest: +SKIP
+        """
         self._ensure_metric(self.metric)
-        return self._figure(self.shown)
+        shown = self.shown
+        return compare_frame(shown, self.metric, self._bands(shown))
+
+    def figure(self) -> Any:
+        """The chart as a ``plotly.graph_objects.Figure`` built from :meth:`to_frame` (a
+        mean line within its min-max band per run or group); needs plotly.
+
+        Examples
+        --------
+        >>> view.figure().write_html("runs.html")   # doctest: +SKIP
+        """
+        plotly_go()
+        return compare_figure(self.to_frame(), self.metric)
+
+    def _bands(self, shown: list[RunEntry]) -> list[Any]:
+        if not self.group_by:
+            return []
+        return [b for label, members in groups(shown, self.group_by).items()
+                if (b := band(label, members, self.metric)) is not None]
 
     def _figure(self, shown: list[RunEntry]) -> dict[str, Any]:
-        bands = []
-        if self.group_by:
-            bands = [b for label, members in groups(shown, self.group_by).items()
-                     if (b := band(label, members, self.metric)) is not None]
+        bands = self._bands(shown)
         return fig.figure(shown, self.metric, bands=bands, colours=self._colours(shown),
                           baseline=self.baseline)
 

@@ -13,6 +13,8 @@ from ..analysis.datasets.predictions import PredictionReport, accuracy_findings,
 from ..findings import Findings, findings_html
 from ._base import View
 from ._display import shown_where_called
+from ._plotly_export import plotly_go
+from .view_frames import confusion_figure, confusion_frame
 
 MAX_MATRIX = 30  # classes drawn in the matrix (the per-class table lists them all)
 
@@ -37,6 +39,22 @@ class PredictionView(View):
     def table(self) -> Any:
         """Per-class precision, recall, F1 and support (a DataFrame)."""
         return self.report.table()
+
+    def to_frame(self) -> Any:
+        """The confusion matrix in long form: ``true``, ``predicted``, ``count`` (a
+        ``pandas.DataFrame``; ``.pivot(index="true", columns="predicted")`` squares it)."""
+        return confusion_frame(self.report)
+
+    def figure(self) -> Any:
+        """The confusion matrix as a ``plotly.graph_objects.Figure`` (from
+        :meth:`to_frame`); needs plotly.
+
+        Examples
+        --------
+        >>> vd.show_predictions(y, pred).figure().write_image("cm.png")  # doctest: +SKIP
+        """
+        plotly_go()
+        return confusion_figure(self.report, self.to_frame())
 
     def __repr__(self) -> str:
         r = self.report
