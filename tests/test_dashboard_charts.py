@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 def run_js(body: str, data: object = None) -> object:
     script = "".join((STATIC / name).read_text() for name in
-                     ("dashboard_state.js", "chart_core.js", "chart_panel.js", "chart_view.js"))
+                     ("dashboard_state.js", *dash_module.CHART_FILES))
     script += '\nconst input = JSON.parse(require("fs").readFileSync(0, "utf8"));\n'
     script += f"console.log(JSON.stringify((() => {{ {body} }})()));"
     out = subprocess.run([NODE, "-e", script], input=json.dumps(data), capture_output=True,

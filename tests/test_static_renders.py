@@ -179,8 +179,7 @@ def test_an_all_nan_run_is_said_in_words_not_drawn_on_an_invented_axis():
 
 def _node_panel_svg(panel: dict) -> str:
     static = Path(dashboard_module.__file__).with_name("static")
-    script = "".join((static / name).read_text() for name in
-                     ("chart_core.js", "chart_panel.js", "chart_view.js"))
+    script = "".join((static / name).read_text() for name in dashboard_module.CHART_FILES)
     script += ('\nconst fig = JSON.parse(require("fs").readFileSync(0, "utf8"));\n'
                "console.log(vdPanelSvg(fig, 800, {zoom: null, legend: new Map()}).svg);")
     out = subprocess.run([NODE, "-e", script], input=json.dumps(panel), capture_output=True,

@@ -14,7 +14,7 @@ import vizdebug as vd
 from vizdebug.records import TrainingRecords
 from vizdebug.views import _base
 from vizdebug.views._dashboard_figure import PANELS, dashboard_panels, twin_figure
-from vizdebug.views._figure_svg import figure_svg, nice_ticks
+from vizdebug.views._figure_svg import figure_svg
 from vizdebug.views.dashboard import Dashboard
 
 EVIL = "<img src=x onerror=alert(1)>_loss"
@@ -49,11 +49,6 @@ def test_the_dashboard_picture_is_svg_with_the_data_and_escaped_names():
     assert svg.count("<polyline") >= 4  # raw + smoothed, each broken at the NaN
     assert re.search(r'<path d="M[\d.]+,[\d.]+l8,8m0,-8l-8,8" stroke="#c62828"', svg)  # NaN mark
     assert "Nothing logged yet" not in svg and "No gradients sampled yet" in svg
-
-
-def test_ticks_are_round_numbers():
-    assert nice_ticks(0.064, 0.6) == [0.2, 0.4, 0.6]
-    assert nice_ticks(0, 5000, 4) == [0, 2000, 4000]
 
 
 def _session(steps: int):

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ._ticks import format_tick, log_ticks, nice_ticks, tick_labels
+
 WIDTH = 1000
 #: How far under the plot a heatmap's colour key sits when the x axis has a title (the
 #: title's line is at 25 px): a figure needs a bottom margin of a little more than this.
@@ -29,29 +31,6 @@ def text_of(markup: Any) -> str:
     """Plotly pseudo-HTML as escaped SVG text: tags dropped, entities read, re-escaped."""
     plain = html.unescape(_TAG.sub(" ", str(markup).replace("<br>", " · ")))
     return html.escape(" ".join(plain.split()))
-
-
-def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    """About ``n`` round values between ``lo`` and ``hi``.
-
-    >>> nice_ticks(0, 1)
-    [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
-    """
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo] if math.isfinite(lo) else []
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, int(math.floor(hi / step + 1e-9)) + 1)]
-
-
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1e4 or abs(v) < 1e-3:
-        return f"{v:.1e}"
-    return f"{v:.4g}"
 
 
 def _axis_key(ref: str, letter: str) -> str:
@@ -204,7 +183,7 @@ def _heatmap(trace: dict[str, Any], xa: _Axis, ya: _Axis) -> str:
     below = max(ya.start, ya.end) + (CAPTION_BELOW if titled else 26)
     what = text_of(((trace.get("colorbar") or {}).get("title") or {}).get("text") or "value")
     out.append(f'<text x="{xa.start:.0f}" y="{below:.0f}" font-size="10" fill="#555">'
-               f"colour: {what} from {_fmt(lo)} (dark) to {_fmt(hi)} (yellow); grey: "
+               f"colour: {what} from {format_tick(lo)} (dark) to {format_tick(hi)} (yellow); grey: "
                "none or not finite</text>")
     return "".join(out)
 
@@ -224,25 +203,12 @@ def _bars(traces: list[dict[str, Any]], xa: _Axis, ya: _Axis) -> str:
     return "".join(out)
 
 
-def _distinct_labels(values: list[float], fmt: Any) -> list[str]:
-    """Tick labels that tell neighbours apart: more digits where ``fmt`` writes two alike
-    (413.475, 413.5 and 413.525 are all "413.5" to four digits)."""
-    labels = [fmt(v) for v in values]
-    for digits in range(5, 13):
-        if fmt is not _fmt or len(set(labels)) == len(labels):
-            break
-        labels = [f"{v:.{digits}g}" for v in values]
-    return labels
-
-
-def _ticks(axis: _Axis, n: int, fmt: Any) -> list[tuple[float, str]]:
-    """``(value, label)`` of about ``n`` round ticks; powers of ten on a log axis."""
-    if not axis.log:
-        values = nice_ticks(axis.lo, axis.hi, n)
-        return list(zip(values, _distinct_labels(values, fmt)))
-    powers = list(range(math.ceil(axis.lo), math.floor(axis.hi) + 1))
-    exps = powers if len(powers) >= 2 else nice_ticks(axis.lo, axis.hi, n)
-    return [(10.0 ** e, fmt(10.0 ** e)) for e in exps]
+def _axis_ticks(axis: _Axis, n: int, fmt: str) -> list[tuple[float, str]]:
+    """``(value, label)`` of about ``n`` round ticks (the live chart's: :mod:`._ticks`);
+    decades, and 2 and 5 times them over a short range, on a log axis."""
+    values = ([10.0 ** e for e in log_ticks(axis.lo, axis.hi)] if axis.log
+              else nice_ticks(axis.lo, axis.hi, n))
+    return list(zip(values, tick_labels(values, fmt)))
 
 
 def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
@@ -250,7 +216,7 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
     if other is None:
         return ""
     spec = axis.spec
-    fmt = (lambda v: f"{v:.0%}") if spec.get("tickformat") == ".0%" else _fmt
+    fmt = ".0%" if spec.get("tickformat") == ".0%" else "~g"
     title = text_of((spec.get("title") or {}).get("text", ""))
     out = []
     if key[0] == "x":
@@ -258,7 +224,9 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
         out.append(f'<line x1="{axis.start:.1f}" y1="{y:.1f}" x2="{axis.end:.1f}" y2="{y:.1f}" '
                    'stroke="#999"/>')
         if not axis.categories:
-            for t, label in _ticks(axis, 5, fmt):
+            # as many as the live chart: one per 80 px, 2 to 7
+            n = max(2, min(7, int(abs(axis.end - axis.start) // 80)))
+            for t, label in _axis_ticks(axis, n, fmt):
                 out.append(f'<text x="{axis.pos(t):.1f}" y="{y + 12:.1f}" font-size="10" '
                            f'text-anchor="middle" fill="#444">{label}</text>')
         if title:
@@ -271,7 +239,7 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
     out.append(f'<line x1="{x:.1f}" y1="{axis.start:.1f}" x2="{x:.1f}" y2="{axis.end:.1f}" '
                'stroke="#999"/>')
     labels = ([(i, c) for i, c in enumerate(axis.categories)][:40] if axis.categories
-              else _ticks(axis, 4, fmt))
+              else _axis_ticks(axis, 5 if right else 6, fmt))  # the live chart's
     for v, label in labels:
         out.append(f'<text x="{x + dx:.1f}" y="{axis.pos(v) + 3:.1f}" font-size="9" '
                    f'text-anchor="{anchor}" fill="#444">{text_of(label)[:28]}</text>')

@@ -37,11 +37,15 @@ MIN_INTERVAL = 0.3
 BUDGET = 0.02
 
 
+#: the charts' scripts in load order: the ticks and number formats (shared with the drift
+#: explorer), the pure helpers, the panels, the view
+CHART_FILES = ("chart_ticks.js", "chart_core.js", "chart_panel.js", "chart_view.js")
+
+
 @cache
 def _charts_js() -> str:
-    # the charts' three parts, for the live module and (scoped) for a saved page's script
-    return "\n".join((_STATIC / name).read_text(encoding="utf-8")
-                     for name in ("chart_core.js", "chart_panel.js", "chart_view.js"))
+    # the charts' parts, for the live module and (scoped) for a saved page's script
+    return "\n".join((_STATIC / name).read_text(encoding="utf-8") for name in CHART_FILES)
 
 
 def _static_script(div_id: str, spec: str) -> str:

@@ -35,28 +35,23 @@ var vdDriftPlots = (function (S) {
   }
 
 
-  function niceTicks(lo, hi, n) {
-    var span = hi - lo;
-    if (!(span > 0)) return [lo];
-    var raw = span / n, mag = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / mag;
-    var step = (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag, out = [];
-    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-    return out;
-  }
   function axes(svg, W, H, pad, xlo, xhi, ylo, yhi, isDate, ylabel) {
     svg.appendChild(s("line", { x1: pad.l, y1: H - pad.b, x2: W - pad.r, y2: H - pad.b, stroke: "#888" }));
     svg.appendChild(s("line", { x1: pad.l, y1: pad.t, x2: pad.l, y2: H - pad.b, stroke: "#888" }));
-    var xt = isDate ? [0, 1, 2, 3, 4].map(function (i) { return xlo + (xhi - xlo) * i / 4; }) : niceTicks(xlo, xhi, 5);
+    // round ticks and their labels: chart_ticks.js, the dashboard's (dates: five even steps)
+    var xt = isDate ? [0, 1, 2, 3, 4].map(function (i) { return xlo + (xhi - xlo) * i / 4; }) : vdTicks(xlo, xhi, 5);
+    var xl = isDate ? null : vdTickLabels(xt);
     var dayOnly = isDate && xhi - xlo > 2 * 86400000;
     xt.forEach(function (xv, i) {
       var x = pad.l + (xv - xlo) / (xhi - xlo || 1) * (W - pad.l - pad.r);
       var anchor = isDate ? (i === 0 ? "start" : i === xt.length - 1 ? "end" : "middle") : "middle";
       svg.appendChild(s("line", { x1: x, x2: x, y1: H - pad.b, y2: H - pad.b + 3, stroke: "#888" }));
-      svg.appendChild(s("text", { x: x, y: H - pad.b + 14, "text-anchor": anchor, "font-size": 10, fill: "#444" }, fmtX(xv, isDate, dayOnly)));
+      svg.appendChild(s("text", { x: x, y: H - pad.b + 14, "text-anchor": anchor, "font-size": 10, fill: "#444" }, isDate ? fmtX(xv, isDate, dayOnly) : xl[i]));
     });
-    niceTicks(ylo, yhi, 4).forEach(function (yv) {
+    var yt = vdTicks(ylo, yhi, 4), yl = vdTickLabels(yt);
+    yt.forEach(function (yv, k) {
       var y = H - pad.b - (yv - ylo) / (yhi - ylo || 1) * (H - pad.t - pad.b);
-      svg.appendChild(s("text", { x: pad.l - 4, y: y + 3, "text-anchor": "end", "font-size": 10, fill: "#444" }, fmt(yv, 2)));
+      svg.appendChild(s("text", { x: pad.l - 4, y: y + 3, "text-anchor": "end", "font-size": 10, fill: "#444" }, yl[k]));
     });
     svg.appendChild(s("text", { x: 4, y: 10, "font-size": 10, fill: "#444" }, ylabel));
   }
