@@ -25,6 +25,7 @@ from .views.compare import CompareRuns, compare_runs
 from .views.drift import DriftView, compare_distributions
 from .views.embedding_timeline import EmbeddingTimelineView, show_embedding_frames
 from .views.embeddings import EmbeddingView, show_embeddings
+from .views.lr_find import LRFinderView, lr_find
 from .views.predictions import PredictionView, show_predictions
 from .views.top_losses import show_top_losses
 
@@ -37,6 +38,7 @@ __all__ = [
     "EmbeddingView",
     "Finding",
     "Findings",
+    "LRFinderView",
     "PredictionView",
     "Run",
     "Session",
@@ -49,6 +51,7 @@ __all__ = [
     "compare_runs",
     "compare_distributions",
     "environment",
+    "lr_find",
     "open_run",
     "report",
     "set_seed",
