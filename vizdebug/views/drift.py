@@ -25,6 +25,8 @@ from ..findings import findings_html
 from ._base import View, live_esm, script_json
 from ._display import shown_where_called
 from ._drift_svg import overlay_figure
+from ._plotly_export import plotly_go
+from .view_frames import drift_figure, drift_frame, pick_feature
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,6 +121,24 @@ class DriftView(View):
     def drifted(self) -> list[str]:
         """Names of the drifted features, most drifted first."""
         return self.result.drifted
+
+    def to_frame(self, feature: str | None = None) -> pd.DataFrame:
+        """One feature's overlay as numbers (``None``: the most drifted feature): per bin
+        ``bin_low``, ``bin_high`` (or per ``category``), ``ref_count``, ``cur_count``,
+        ``ref_share``, ``cur_share``. ``table`` has the tests' numbers of every feature."""
+        return drift_frame(pick_feature(self.results, feature))
+
+    def figure(self, feature: str | None = None) -> Any:
+        """One feature's overlay as a ``plotly.graph_objects.Figure`` (from
+        :meth:`to_frame`); needs plotly.
+
+        Examples
+        --------
+        >>> view.figure("age").write_html("age.html")   # doctest: +SKIP
+        """
+        plotly_go()
+        r = pick_feature(self.results, feature)
+        return drift_figure(r, drift_frame(r))
 
     def __repr__(self) -> str:
         n, drifted = len(self.results), [r for r in self.results if r.drifted]
