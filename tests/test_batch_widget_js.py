@@ -35,6 +35,7 @@ const model = {
   get: (k) => state[k],
   set: (k, v) => { update({ [k]: v }); },
   on: (name, f) => { (handlers[name] = handlers[name] || []).push(f); },
+  off: (name, f) => { handlers[name] = (handlers[name] || []).filter((g) => g !== f); },
   save_changes: () => saved.push(state.page),
   send: (m) => sent.push(m),
 };
@@ -49,7 +50,10 @@ const root = el.children[0], nav = root.children[0], body = root.children[1];
 const button = { prev: nav.children[0], next: nav.children[2] };
 for (const step of steps) {
   if (step.click) button[step.click].listeners.click();
-  else update(step.reply.answered === "SEQ" ? { ...step.reply, answered: sent[sent.length - 1].seq } : step.reply);
+  else {  // the kernel's custom messages come before its state update, as on the comm
+    (step.msgs || []).forEach((m) => (handlers["msg:custom"] || []).forEach((f) => f(m)));
+    update(step.reply.answered === "SEQ" ? { ...step.reply, answered: sent.filter((m) => m.type === "more").pop().seq } : step.reply);
+  }
 }
 console.log(JSON.stringify({ page: state.page, shown: body.innerHTML, label: nav.children[1].textContent, sent, saved }));
 """
@@ -66,12 +70,15 @@ def _drive(tmp_path: Path, start: dict, steps: list[dict]) -> dict:
 
 
 def _kernel_reply(view, seq: int) -> dict:
-    """What the kernel side sends back for the browser's {"type": "more", "seq": seq}."""
+    """What the kernel side sends back for the browser's {"type": "more", "seq": seq}:
+    its custom messages (``msgs``) and its state update (``reply``)."""
     w = view.widget
     before = w.page
+    msgs = []
+    w.send = msgs.append
     view._on_message({"type": "more", "seq": seq})
     assert w.page == before  # the kernel leaves the paging to the browser
-    return {"pages": list(w.pages), "more": w.more, "answered": w.answered}
+    return {"msgs": msgs, "reply": {"count": w.count, "more": w.more, "answered": w.answered}}
 
 
 @pytest.fixture
@@ -83,30 +90,50 @@ def view():
 
 def test_a_previous_click_right_after_a_next_is_not_overridden(tmp_path, view):
     w = view.widget
-    start = {"pages": list(w.pages), "page": 0, "more": True, "status": "", "answered": -1}
-    reply = _kernel_reply(view, 7)
-    assert len(reply["pages"]) == 2 and reply["answered"] == 7
+    start = {"pages": list(w.pages), "count": 1, "page": 0, "more": True, "status": "",
+             "answered": -1}
+    got = _kernel_reply(view, 7)
+    reply = got["reply"]
+    assert reply["count"] == 2 and reply["answered"] == 7
+    assert [(m["start"], len(m["html"])) for m in got["msgs"]] == [(1, 1)]  # the new page only
     reply["answered"] = "SEQ"  # the driver puts in the seq the widget sent
-    raced = _drive(tmp_path, start, [{"click": "next"}, {"click": "prev"}, {"reply": reply}])
+    answer = {"reply": reply, "msgs": got["msgs"]}
+    raced = _drive(tmp_path, start, [{"click": "next"}, {"click": "prev"}, answer])
     assert raced["sent"][0]["type"] == "more" and isinstance(raced["sent"][0]["seq"], int)
     assert raced["page"] == 0 and 'data-page="0"' in raced["shown"]  # where the user went
     assert "of 2" in raced["label"]
-    plain = _drive(tmp_path, start, [{"click": "next"}, {"reply": reply}])
+    plain = _drive(tmp_path, start, [{"click": "next"}, answer])
     assert plain["page"] == 1 and 'data-page="1"' in plain["shown"] and plain["saved"] == [1]
-    other = dict(reply, answered=123)  # another view of the same widget asked: not ours
-    stays = _drive(tmp_path, start, [{"click": "next"}, {"reply": other}])
+    assert [m["type"] for m in plain["sent"]] == ["more"]  # no resend: nothing was missing
+    other = {"reply": dict(reply, answered=123), "msgs": got["msgs"]}  # another view asked
+    stays = _drive(tmp_path, start, [{"click": "next"}, other])
     assert stays["page"] == 0 and 'data-page="0"' in stays["shown"]
+
+
+def test_a_reloaded_page_asks_once_for_the_pages_its_state_lacks(tmp_path, view):
+    w = view.widget
+    _kernel_reply(view, 1)
+    _kernel_reply(view, 2)  # the kernel holds 3 pages; the state still has the first only
+    start = {"pages": list(w.pages), "count": w.count, "page": 2, "more": w.more,
+             "status": "", "answered": 2}
+    msgs = []
+    w.send = msgs.append
+    view._on_message({"type": "resend", "start": 1})  # what the reloaded widget asks
+    assert [(m["start"], len(m["html"])) for m in msgs] == [(1, 2)]
+    done = _drive(tmp_path, start, [{"reply": {}, "msgs": msgs}])
+    assert [m for m in done["sent"]] == [{"type": "resend", "start": 1}]  # once
+    assert 'data-page="2"' in done["shown"] and "of 3" in done["label"]
 
 
 def test_the_kernel_answers_a_request_without_moving_the_page(view):
     w = view.widget
-    reply = _kernel_reply(view, 1)
+    reply = _kernel_reply(view, 1)["reply"]
     assert len(view.pages) == 2 and view.page == 0 and w.answered == 1
     w.page = 1  # the browser moves; the kernel side follows
     assert view.page == 1
     _kernel_reply(view, 2)
-    assert len(w.pages) == 3 and w.answered == 2
-    _kernel_reply(view, 3)  # nothing left: answered, nothing added, no more to ask
-    assert len(w.pages) == 3 and w.answered == 3 and not w.more
+    assert w.count == 3 and w.answered == 2
+    last = _kernel_reply(view, 3)  # nothing left: answered, nothing added, no more to ask
+    assert w.count == 3 and w.answered == 3 and not w.more and last["msgs"] == []
     assert "could not" not in w.status
     assert reply["more"]

@@ -55,10 +55,16 @@ def test_grid_counts_labels_and_flags(loader):
 def test_paging_reads_batches_lazily_and_widget_follows(loader):
     view = vd.show_batch(loader)
     w = view.widget
-    assert len(w.pages) == 1 and w.more and w.page == 0
+    sent = []
+    w.send = sent.append  # the custom messages the kernel sends the browser
+    assert len(w.pages) == 1 and w.count == 1 and w.more and w.page == 0
     view._on_message({"type": "more"})  # what the browser's Next button sends
-    assert len(w.pages) == 2 and w.page == 1 and view.page == 1
-    assert 'data-page="1"' in w.pages[1]
+    assert w.count == 2 and w.page == 1 and view.page == 1
+    assert len(w.pages) == 1  # the state keeps the first page; the new one went alone:
+    assert [(m["start"], len(m["html"])) for m in sent] == [(1, 1)]
+    assert 'data-page="1"' in sent[0]["html"][0]
+    view._on_message({"type": "resend", "start": 0})  # a reloaded page lacks them all
+    assert sent[-1]["start"] == 0 and len(sent[-1]["html"]) == 2
     w.page = 0  # the browser pages back; the kernel side follows
     assert view.page == 0
     view.next()

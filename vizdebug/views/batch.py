@@ -2,7 +2,9 @@
 
 The kernel renders each page once (HTML with escaped captions); the browser pages through
 what was captured, so paging works while the kernel is busy. Asking for a page that was
-not captured yet sends one message to the kernel, which reads the next batch.
+not captured yet sends one message to the kernel, which reads the next batch and sends
+that page alone (a custom message: the widget's state holds only the pages it was built
+with, so a Next never resends the pages read so far).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class BatchView(View):
         self.pages: list[Page] = []
         self.page = 0
         self._lock = threading.Lock()
+        self._sent = 0  # pages the widget has (in its state or sent since)
 
     @classmethod
     def from_source(cls, source: Any, n: int | None = None, *, classes=None, mean=None,
@@ -101,14 +104,27 @@ class BatchView(View):
     def _sync_widget(self) -> None:
         w = self._widget
         if w is not None:
+            self._send_new_pages()
             with w.hold_sync():
-                w.pages = [p.html for p in self.pages]
+                w.count = len(self.pages)
                 w.more = self.more
                 w.page = self.page
 
+    def _send_new_pages(self) -> None:
+        """Send the widget the pages read since it last had them, once (before the state
+        that counts them, so the browser holds a page when it is told it exists)."""
+        if self._sent < len(self.pages):
+            self._send_pages(self._sent)
+            self._sent = len(self.pages)
+
+    def _send_pages(self, start: int) -> None:
+        self.widget.send({"type": "pages", "start": start,
+                          "html": [p.html for p in self.pages[start:]]})
+
     def _build_widget(self) -> Any:
-        widget = _widget_class()(pages=[p.html for p in self.pages], page=self.page,
-                                 more=self.more)
+        widget = _widget_class()(pages=[p.html for p in self.pages], count=len(self.pages),
+                                 page=self.page, more=self.more)
+        self._sent = len(self.pages)
         widget.on_msg(lambda _w, content, _buffers: self._on_message(content))
         widget.observe(lambda change: setattr(self, "page", change["new"]), names="page")
         return widget
@@ -118,6 +134,11 @@ class BatchView(View):
         ``seq`` (the widget's own) only appends the page and answers ``seq``: the browser
         moves to it unless the user paged elsewhere meanwhile (a Previous right after the
         Next must not be overridden by the page arriving later)."""
+        if isinstance(content, dict) and content.get("type") == "resend":
+            start = content.get("start")  # a browser whose store lacks pages (a reload)
+            if isinstance(start, int) and not isinstance(start, bool) and 0 <= start < len(self.pages):
+                self._send_pages(start)
+            return
         if not isinstance(content, dict) or content.get("type") != "more":
             return
         seq = content.get("seq")
@@ -135,8 +156,9 @@ class BatchView(View):
             w.status = f" could not read the next batch: {exc}"[:300]
             w.more = False
         if seq is not None:
+            self._send_new_pages()
             with w.hold_sync():
-                w.pages = [p.html for p in self.pages]
+                w.count = len(self.pages)
                 w.more = w.more and self.more
                 w.answered = seq
 
@@ -175,7 +197,8 @@ def _widget_class() -> type:
     class BatchWidget(anywidget.AnyWidget):
         _esm = live_esm(_asset("batch_widget.js"))
         _css = _asset("batch.css")
-        pages = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        pages = traitlets.List(traitlets.Unicode()).tag(sync=True)  # those it was built with
+        count = traitlets.Int(0).tag(sync=True)  # pages the kernel holds (later ones: messages)
         page = traitlets.Int(0).tag(sync=True)
         more = traitlets.Bool(False).tag(sync=True)
         status = traitlets.Unicode("").tag(sync=True)
