@@ -49,8 +49,9 @@ def test_umap_gets_the_parameters(blobs, monkeypatch):
         def __init__(self, **kw):
             seen.update(kw)
 
-        def fit_transform(self, x):
-            return x[:, :2] * 2
+        def fit(self, x):
+            self.embedding_ = x[:, :2] * 2
+            return self
 
     monkeypatch.setitem(sys.modules, "umap", types.SimpleNamespace(UMAP=FakeUMAP))
     view = vd.show_embeddings(blobs[0], method="umap", n_neighbors=5, min_dist=0.3).wait(30)
@@ -75,8 +76,9 @@ def test_traits_selection_and_dropped_rows(blobs):
     w = view.widget
     assert np.frombuffer(w.rows, "<i4")[:4].tolist() == [0, 1, 2, 4]
     assert w.class_names == ["0", "1"] and len(w.thumbs) == 79
-    assert np.frombuffer(w.labels, "<i4")[:2].tolist() == [0, 0]
-    assert np.frombuffer(w.predictions, "<i4")[:2].tolist() == [1, 1]
+    assert w.code_width == 1 and len(w.labels) == 79  # one byte per class code
+    assert np.frombuffer(w.labels, "<u1")[:2].tolist() == [0, 0]
+    assert np.frombuffer(w.predictions, "<u1")[:2].tolist() == [1, 1]
     assert np.frombuffer(w.losses, "<f4")[3] == 4.0  # row 3 was left out
     w.selected = [2, 3]
     assert view.selected == [2, 4]

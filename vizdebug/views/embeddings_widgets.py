@@ -30,7 +30,9 @@ def _base_widget() -> type:
         predictions = traitlets.Bytes(b"").tag(sync=True)
         class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
         thumbs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        code_width = traitlets.Int(4).tag(sync=True)  # bytes per label/prediction code
         layout_name = traitlets.Unicode("").tag(sync=True)
+        layout_how = traitlets.Unicode("").tag(sync=True)
         stage = traitlets.Unicode("").tag(sync=True)
         error = traitlets.Unicode("").tag(sync=True)
         busy = traitlets.Bool(False).tag(sync=True)

@@ -19,6 +19,7 @@ import numpy as np
 from ..._env import is_tensor
 from ...errors import VizdebugError, VizdebugTypeError, describe
 from .pca import conditioned, pca_layout
+from .rowstats import duplicate_count_hashed, spread_exceeds
 
 METHODS = ("auto", "pca", "tsne", "umap")
 TSNE_MAX_AUTO = 5000  # above this, auto picks UMAP (sklearn t-SNE: 4 s at 2k, 29 s at 10k)
@@ -151,8 +152,13 @@ def duplicate_count(x: np.ndarray) -> int:
     >>> duplicate_count(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]]))
     1
     """
+    if len(x) > FAST_ROWS:
+        return duplicate_count_hashed(x)
     rows = np.ascontiguousarray(x).view(np.dtype((np.void, x.dtype.itemsize * x.shape[1])))
     return int(len(x) - len(np.unique(rows)))
+
+
+FAST_ROWS = 100_000  # past this, the one-pass versions in .rowstats (same answers)
 
 
 def choose_method(method: str, n: int) -> str:
@@ -211,10 +217,13 @@ def is_collapsed(x: np.ndarray) -> bool:
     if len(x) < 2:
         return False
     with np.errstate(over="ignore", invalid="ignore"):
-        size = float(np.abs(x).max())
+        size = float(max(abs(x.max()), abs(x.min())))  # no copy of a big set
+        threshold = 1e-6 * max(1.0, 1e-30 / size if size > 0 else 1.0)
+        if len(x) > FAST_ROWS:
+            return not spread_exceeds(x, size if 0 < size < np.inf else 1.0, threshold)
         unit = np.asarray(x, dtype=np.float64) / size if 0 < size < np.inf else x
         spread = float(unit.std(axis=0).max())  # in units of the size: no overflow
-    return spread <= 1e-6 * max(1.0, 1e-30 / size if size > 0 else 1.0)
+    return spread <= threshold
 
 
 def refined_layout(x: np.ndarray, method: str, params: dict[str, Any] | None = None,
@@ -248,13 +257,19 @@ def refined_layout(x: np.ndarray, method: str, params: dict[str, Any] | None = N
 def _tsne(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
     from sklearn.manifold import TSNE
 
-    n = len(x)
-    settings = {"n_components": 2, "init": pca_start(x), "random_state": 0,
-                "perplexity": float(min(30.0, max(1.0, (n - 1) / 3)))}
-    settings.update(params)
-    settings["init"] = checked_start(settings["init"], n)
-    stage(f"fitting t-SNE on {n:,} points (perplexity {settings['perplexity']:g})")
+    settings = tsne_settings(x, params)
+    settings["init"] = checked_start(settings.get("init", pca_start(x)), len(x))
+    stage(f"fitting t-SNE on {len(x):,} points (perplexity {settings['perplexity']:g})")
     return np.asarray(TSNE(**settings).fit_transform(x), dtype=np.float64)
+
+
+def tsne_settings(x: np.ndarray, params: dict[str, Any]) -> dict[str, Any]:
+    """sklearn ``TSNE`` arguments for ``x``: a perplexity below the number of points,
+    seeded, over which ``params`` are laid (``init`` only where given)."""
+    settings = {"n_components": 2, "random_state": 0,
+                "perplexity": float(min(30.0, max(1.0, (len(x) - 1) / 3)))}
+    settings.update(params)
+    return settings
 
 
 def pca_start(x: np.ndarray) -> np.ndarray | str:
@@ -290,6 +305,12 @@ def checked_start(init: Any, n: int) -> Any:
 
 
 def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> np.ndarray:
+    return np.asarray(umap_model(x, params, stage).embedding_, dtype=np.float64)
+
+
+def umap_model(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -> Any:
+    """A ``umap.UMAP`` fitted to ``x`` (seeded, ``n_neighbors`` below the number of points);
+    its ``transform`` places new points."""
     stage("importing umap (the first import compiles numba code and can take a minute)")
     try:
         import umap
@@ -303,7 +324,7 @@ def _umap(x: np.ndarray, params: dict[str, Any], stage: Callable[[str], None]) -
     if settings["random_state"] is not None:  # seeded UMAP runs on one thread anyway
         settings.setdefault("n_jobs", 1)
     stage(f"fitting UMAP on {len(x):,} points (n_neighbors {settings['n_neighbors']})")
-    return np.asarray(umap.UMAP(**settings).fit_transform(x), dtype=np.float64)
+    return umap.UMAP(**settings).fit(x)
 
 
 def unit_box(layout: np.ndarray, margin: float = 0.05) -> np.ndarray:
