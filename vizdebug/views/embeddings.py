@@ -10,7 +10,6 @@ Python as ``view.selected``.
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from ..analysis.embeddings.findings import (
     geometry_findings,
     layout_quality,
 )
+from ..analysis.embeddings.pca import PCA_FIT_ROWS
 from ..analysis.embeddings.project import (
     FeatureSet,
     as_features,
@@ -32,9 +32,9 @@ from ..analysis.embeddings.project import (
     layout_plan,
     pca_layout,
     per_point,
-    refined_layout,
     unit_box,
 )
+from ..analysis.embeddings.scale import refine
 from ..findings import Findings, findings_html
 from ._base import View
 from ._display import shown_where_called
@@ -42,18 +42,24 @@ from .embeddings_data import (
     as_losses,
     check_images,
     class_codes,
+    code_bytes,
+    code_width,
+    default_colour,
     f32,
-    i32,
+    info_html,
     legend_html,
     picture_note,
     point_colours,
     quality_html,
+    rows_bytes,
     scatter_png,
     selected_grid,
+    suspect_positions,
     take,
     thumbnails,
 )
 from .embeddings_widgets import embedding_widget
+from .view_frames import embedding_figure, embedding_frame
 
 NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
 FIRST_PICTURE_GRACE = 1.0  # s the worker waits for the preview to be drawn (or asked for)
@@ -92,6 +98,7 @@ class EmbeddingView(View):
         self.preview = preview
         self.layout = self.preview
         self.layout_name = "PCA preview" if method != "pca" else "PCA"
+        self.layout_how = ""  # how a big set's refined layout was made (fit on a sample)
         self.quality: dict[str, float | None] = {}
         self.thumbs: list[str] = []
         self.stage = "starting"
@@ -131,6 +138,9 @@ class EmbeddingView(View):
         view = cls(fs, preview, images=take(images, fs.rows, n), method=chosen, params=params,
                    **subset)
         view.notes += [why] if why else []
+        if len(fs.values) > PCA_FIT_ROWS:
+            view.notes.append(f"PCA axes from a fixed sample of {PCA_FIT_ROWS:,} points; "
+                              f"all {len(fs.values):,} projected on them")
         view._started = started
         return view.start()
 
@@ -157,6 +167,14 @@ class EmbeddingView(View):
         self._drawn.set()
         self._analysed.wait()
         return self._findings
+
+    def to_frame(self) -> Any:
+        """The picture drawn now, a row per point (see :func:`.view_frames.embedding_frame`)."""
+        return embedding_frame(self)
+
+    def figure(self) -> Any:
+        """:meth:`to_frame` as a ``plotly.graph_objects.Figure``, a trace per label (plotly)."""
+        return embedding_figure(self)
 
     @property
     def selected(self) -> list[int]:
@@ -225,9 +243,11 @@ class EmbeddingView(View):
 
     def _refine(self) -> None:
         x = self.features.values
-        layout = unit_box(refined_layout(x, self.method, self.params, stage=self._set_stage))
+        done = refine(x, self.method, self.params, stage=self._set_stage)
+        layout = unit_box(done.layout)
         with self._lock:
             self.layout, self.layout_name = layout, NAMES[self.method]
+            self.layout_how = done.how if done.fitted < len(x) else ""
         self.timings["layout"] = self._clock()
         self._push()
 
@@ -249,22 +269,19 @@ class EmbeddingView(View):
             return self.layout, self.layout_name, self._running
 
     def _send(self, w: Any) -> None:
-        layout, name, running = self._picture()
         with w.hold_sync():
-            w.x, w.y = f32(layout[:, 0]), f32(layout[:, 1])
-            w.layout_name = name
-            w.stage, w.error, w.busy = self.stage, self.error, running
-            w.info_html = self._info_html(name)
+            for name, value in self._live_state().items():
+                setattr(w, name, value)
             if len(w.thumbs) != len(self.thumbs):
                 w.thumbs = list(self.thumbs)
-            w.suspects = self._suspect_positions()
 
-    def _suspect_positions(self) -> list[int]:
-        """Where the label-noise suspects sit among the points drawn."""
-        geo = self._geometry
-        if geo is None or geo.suspects is None:
-            return []
-        return geo.sample[geo.suspects.positions].tolist()
+    def _live_state(self) -> dict[str, Any]:
+        """The traits that change while the view works, read with the picture they describe."""
+        layout, name, running = self._picture()
+        return {"x": f32(layout[:, 0]), "y": f32(layout[:, 1]), "layout_name": name,
+                "layout_how": self.layout_how, "stage": self.stage, "error": self.error,
+                "busy": running, "info_html": self._info_html(name),
+                "suspects": suspect_positions(self._geometry)}
 
     def _build_widget(self) -> Any:
         with self._sync:  # the worker's pushes wait until the widget is in place
@@ -275,22 +292,12 @@ class EmbeddingView(View):
         self._drawn.set()
         c = self.classes
         widget = embedding_widget()(
-            x=f32(self.layout[:, 0]), y=f32(self.layout[:, 1]),
-            rows=self.features.rows.astype("<i4").tobytes(), class_names=c.names,
-            labels=i32(c.labels), predictions=i32(c.predictions),
-            losses=f32(self.losses), thumbs=list(self.thumbs),
-            layout_name=self.layout_name, stage=self.stage, error=self.error,
-            busy=self._running,
-            info_html=self._info_html(), color_by=self._default_colour(),
-            suspects=self._suspect_positions())
+            rows=rows_bytes(self.features.rows), class_names=c.names,
+            labels=code_bytes(c.labels, len(c.names)), code_width=code_width(len(c.names)),
+            predictions=code_bytes(c.predictions, len(c.names)), losses=f32(self.losses),
+            thumbs=list(self.thumbs), color_by=default_colour(c, self.losses), **self._live_state())
         widget.observe(self._on_selection, names="selected")
         return widget
-
-    def _default_colour(self) -> str:
-        if self.labels is not None:
-            return "label"
-        return "prediction" if self.predictions is not None else (
-            "loss" if self.losses is not None else "none")
 
     def _on_selection(self, change: dict) -> None:
         positions = [p for p in change["new"] if 0 <= p < len(self.features.rows)]
@@ -299,15 +306,11 @@ class EmbeddingView(View):
     def _info_html(self, layout_name: str | None = None) -> str:
         """The side panel; ``layout_name``: the name of the picture it stands beside."""
         name = self.layout_name if layout_name is None else layout_name
-        head = (f"<b>{len(self.layout):,} points</b> &middot; {self.features.values.shape[1]} "
-                f"dimensions &middot; layout: {html.escape(name)}")
-        notes = "".join(f'<div class="vd-note">{html.escape(t)}</div>' for t in self.notes)
-        error = (f'<div class="vd-note" style="color:#c62828">{html.escape(self.error)}</div>'
-                 if self.error else "")
         found = (findings_html(self._findings, empty="No problems found in the geometry.")
                  if self._analysed.is_set() else '<div class="vd-note">findings: working…</div>')
         quality = quality_html(self.quality, name, len(self.layout)) if self.quality else ""
-        return f'<div class="vd-emb-info">{head}{notes}{error}{quality}{found}</div>'
+        return info_html(self.features.values.shape, name, self.layout_how, self.notes,
+                         self.error, quality + found)
 
     def _static_html(self) -> str:
         self._drawn.set()
