@@ -14,9 +14,11 @@ MAX_ROWS = 40  # the first and last epochs of a longer run, with a note between
 MAX_COLUMNS = 12
 
 
-def _number(value: float) -> str:
+def _number(value: float, present: bool = True) -> str:
+    if not present:
+        return "–"  # not logged in this epoch
     if math.isnan(value):
-        return "–"
+        return "NaN"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return f"{value:.4g}"
@@ -44,7 +46,8 @@ def table_html(table: EpochTable) -> str:
             continue
         epoch = int(table.epoch[i])
         label = "in progress" if epoch == -1 else str(epoch)
-        cells = "".join(f"<td>{_number(float(table.columns[n][i]))}</td>" for n in names)
+        cells = "".join(f"<td>{_number(float(table.columns[n][i]), table.has(n, i))}</td>"
+                        for n in names)
         body.append(f"<tr><td>{label}</td><td>{int(table.first_step[i])}–"
                     f"{int(table.last_step[i])}</td>{cells}</tr>")
     more = len(table.columns) - len(names)

@@ -50,6 +50,12 @@ class EpochTable:
     last_step: np.ndarray
     columns: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = "epoch"
+    counts: dict[str, np.ndarray] = field(default_factory=dict)  # points per row, by column
+
+    def has(self, column: str, row: int) -> bool:
+        """Whether ``column`` had a point in ``row`` (a NaN there is then a NaN value)."""
+        counts = self.counts.get(column)
+        return counts is None or bool(counts[row])
 
     @property
     def in_progress(self) -> bool:
@@ -128,6 +134,7 @@ def epoch_table(rec: TrainingRecords) -> EpochTable | None:
     if tail:
         first_step = np.r_[first_step[:ends.size], [ends[-1] + 1 if ends.size else train[0]]]
     columns: dict[str, np.ndarray] = {}
+    counts: dict[str, np.ndarray] = {}
     for name, (steps, values) in rec.scalars.items():
         if name == "epoch" or not np.size(steps):
             continue
@@ -136,9 +143,11 @@ def epoch_table(rec: TrainingRecords) -> EpochTable | None:
         rows = np.searchsorted(ends, steps, side="left")  # the first end at or after it
         keep = rows < n
         rows, values = rows[keep], values[keep]
+        per_row = np.bincount(rows, minlength=n)
         if _is_eval(name) or is_lr_name(name) or name == source:
-            columns[name] = _reduce(rows, values, n, "last")
+            columns[name], counts[name] = _reduce(rows, values, n, "last"), per_row
         else:
-            columns[f"{name}_mean"] = _reduce(rows, values, n, "mean")
-            columns[f"{name}_last"] = _reduce(rows, values, n, "last")
-    return EpochTable(epoch, first_step.astype(np.int64), last_step, columns, source)
+            for how in ("mean", "last"):
+                columns[f"{name}_{how}"] = _reduce(rows, values, n, how)
+                counts[f"{name}_{how}"] = per_row
+    return EpochTable(epoch, first_step.astype(np.int64), last_step, columns, source, counts)
