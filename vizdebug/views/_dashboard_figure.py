@@ -24,6 +24,7 @@ from ._dashboard_curves import (
     label,
     nonfinite_words,
     nothing_finite,
+    off_scale_note,
     stable_downsample,
     stable_width,
 )
@@ -214,8 +215,9 @@ def dashboard_panels(rec: TrainingRecords, system: np.ndarray,
     data = {"curves": curves, "grads": heatmap_traces(rec), "health": health_traces(rec),
             "timing": timing_traces(rec), "system": system_traces(system)}
     layouts = _panel_layouts(rec, data)
-    layouts["curves"] = _layout("<b>Learning curves</b>", 340, right=60,
-                                **curves_layout(rec, curves, bounds))
+    note = off_scale_note(curves, bounds)  # the range says what it leaves out
+    title = "<b>Learning curves</b>" + (f" <span style='color:#777'>· {note}</span>" if note else "")
+    layouts["curves"] = _layout(title, 340, right=60, **curves_layout(rec, curves, bounds))
     words = {name: _EMPTY[name] for name, traces in data.items() if not traces}
     words.update(_nothing_to_draw(rec, data))
     for name, text in words.items():
