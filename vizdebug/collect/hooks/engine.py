@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ...records import RunDelta
 from ..checks.anomaly import AnomalyPolicy, WatchAnomaly
 from ..checks.crash import CrashNamer
 from ..checks.losses import LossWatch
@@ -29,7 +30,9 @@ from .fused import StepPreHook, at_end_of_backward
 from .gradients import GradientCollector, StepGrads
 from .outputs import OutputCollector
 from .param_hooks import ParamHooks, class_name
+from .parking import LayerHooks, ParkedHooks, remove_all
 from .pending import READ_AFTER, PendingSteps
+from .samples import stack_rows
 from .sampling import StepSampler
 from .stats import first_tensor, nonfinite_event
 
@@ -42,7 +45,7 @@ _RESHAPES = frozenset({"Flatten", "Unflatten", "Identity"})
 ErrorSink = Callable[[str, BaseException], None]
 
 
-class ModelHooks:
+class ModelHooks(LayerHooks):
     """The hooks on one model, and the statistics they collected.
 
     Examples
@@ -98,6 +101,8 @@ class ModelHooks:
         self.permanent = every == 1 or policy.immediate
         self._paused_at: float | None = None
         self._removed = False
+        self._parked: ParkedHooks | None = None  # the per-layer hooks between samples
+        self._rooted = False  # whether they include the root hooks
         self.handles: list[Any] = self._root_hooks(model)
         self.step_handles: list[Any] = []
         self.clock = StepClock({id(p) for _, p in params}, self._new_step,
@@ -129,34 +134,9 @@ class ModelHooks:
                 model.register_forward_hook(graph_safe(self._root_post_hook),
                                             always_call=True)]
 
-    def _attach(self) -> None:
-        add = self.step_handles.append
-        model = self.model_ref()
-        if self.clock.optimizer is not None and not self.permanent and model is not None:
-            self.step_handles += self._root_hooks(model)  # for eval passes, crash naming
-        # A None input is checked before forward only where it must stop there (raise,
-        # pdb); otherwise the forward hook sees the same inputs after forward (one Python
-        # hook per module instead of two), and a crash on None is named by the root hook.
-        before = self.policy.immediate
-        for idx, ref in enumerate(self._leaves):
-            module = ref()
-            if module is not None:
-                if before:
-                    add(module.register_forward_pre_hook(graph_safe(self._make_pre_hook(idx))))
-                add(module.register_forward_hook(graph_safe(self._make_forward_hook(idx))))
-        for path, ref in self._containers:
-            module = ref()
-            if module is not None:
-                add(module.register_forward_hook(graph_safe(self._make_container_hook(path))))
-        self.param_hooks.attach(self._make_grad_hook, add)
-
-    def _detach(self) -> None:
-        handles, self.step_handles = self.step_handles, []
-        _remove(handles)
-
     def _remove_root_hooks(self) -> None:
         handles, self.handles = self.handles, []
-        _remove(handles)
+        remove_all(handles)
 
     def pause(self) -> None:
         """Take every hook off until :meth:`resume` (call between training steps); the
@@ -167,7 +147,7 @@ class ModelHooks:
         self._disarm()
         self.clock.unhook()
         self._detach()
-        _remove(self.handles)
+        remove_all(self.handles)
 
     def resume(self) -> None:
         """Put back what :meth:`pause` took off (harmless when not paused)."""
@@ -189,7 +169,7 @@ class ModelHooks:
         self._disarm()
         self._paused_at, self._removed = None, True
         self.clock.unhook()
-        self._detach()
+        self._detach(park=False)
         self._remove_root_hooks()
         self.gradients.clear()
         self.outputs.discard()
@@ -389,12 +369,22 @@ class ModelHooks:
             self._seal()
             self.pending.read_all()
 
+    def records_since(self, cursor: tuple[int, int] | None) -> tuple[RunDelta, tuple[int, int]]:
+        """The collector contract: the sampled steps read after ``cursor`` (the last
+        activation and gradient steps handed over) as ``samples`` blocks; reads nothing
+        itself (:meth:`flush`, :meth:`read_sealed` do)."""
+        after, blocks = cursor or (-(1 << 62), -(1 << 62)), []
+        for kind, buffer, width, last in (
+                ("activations", self.activations, len(self.module_paths), after[0]),
+                ("grads", self.grads, len(self.param_paths), after[1])):
+            steps, rows = buffer.since(last)
+            if steps.size:
+                blocks.append((kind, steps, stack_rows(rows, width)))
+        last = {kind: int(steps[-1]) for kind, steps, _ in blocks}
+        return RunDelta(samples=blocks), (last.get("activations", after[0]),
+                                          last.get("grads", after[1]))
+
     def read_sealed(self) -> None:
         """Read what is already sealed, leaving the step in progress alone (any thread)."""
         self.check_crash()
         self.pending.read_all()
-
-
-def _remove(handles: list[Any]) -> None:
-    for handle in handles:
-        handle.remove()
