@@ -6,8 +6,9 @@ One module per concern: ``training`` (the field tuples, :class:`TrainingRecords`
 ``program`` (:class:`ProgramFacts`: the program's shape, for the training profile),
 ``series`` (the bounded scalar :class:`Series`), ``source`` (the :class:`TrainingSource`
 protocol: a live Session or a stored Run) and ``delta`` (:class:`RunDelta`, what a Session
-hands its run store at each write). Nothing here imports another vizdebug module, so every
-layer can import it without a cycle. Pure numpy.
+hands its run store at each write and what a whole run's collectors fold to, turned into
+records by :func:`records_from_delta`). Nothing here imports another vizdebug module, so
+every layer can import it without a cycle. Pure numpy.
 """
 
 from .delta import (
@@ -18,6 +19,8 @@ from .delta import (
     EmbeddingProbe,
     RunDelta,
     ScalarChunk,
+    records_from_delta,
+    scalar_series,
 )
 from .events import AnomalyEvent
 from .loader import LOADER_ARRAYS, LoaderRecord
@@ -38,4 +41,5 @@ __all__ = [
     "MAX_EMBEDDING_DIM", "MAX_FACT_PATHS", "MAX_OPTIMIZERS", "MAX_PROBE", "MAX_THUMB_SIDE",
     "AnomalyEvent", "ArraySource", "EmbeddingFrame", "EmbeddingProbe", "LOADER_ARRAYS", "LoaderRecord", "OptimizerFacts", "ProgramFacts",
     "RunDelta", "ScalarChunk", "Series", "TrainingRecords", "TrainingSource", "extreme_indices",
+    "records_from_delta", "scalar_series",
 ]

@@ -1,4 +1,5 @@
-"""What a run store is handed: :class:`RunDelta`, tracked-embedding frames and probes."""
+"""What a run store is handed: :class:`RunDelta`, tracked-embedding frames and probes; and
+the rules' records from a delta of a whole run (:func:`records_from_delta`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import numpy as np
 
 from .events import AnomalyEvent
 from .loader import LoaderRecord
+from .program import ProgramFacts
+from .training import TrainingRecords
 
 # -- what a run store is handed -----------------------------------------------------------
 
@@ -111,3 +114,60 @@ class RunDelta:
             batch=later.batch or self.batch, meta={**self.meta, **later.meta},
             failed=newer("failed"), embeddings=[*self.embeddings, *later.embeddings],
             probes=[*self.probes, *later.probes])
+
+
+def records_from_delta(delta: RunDelta, meta: dict[str, Any]) -> TrainingRecords:
+    """The rules' :class:`~vizdebug.records.TrainingRecords` from a delta holding a run
+    from its start (what a live session's collectors fold to, or what a stored run reads
+    back) and the run's settings: ``module_paths``, ``module_classes``, ``param_paths``,
+    ``param_numel`` and ``every``.
+
+    >>> d = RunDelta(scalars=[(np.array([0, 1]), ("loss", "loss"), np.array([2.0, 1.0]),
+    ...                        np.zeros(2))], errors=[])
+    >>> rec = records_from_delta(d, {"module_paths": ["fc"], "param_paths": []})
+    >>> rec.scalars["loss"][1].tolist(), rec.activations.shape, rec.loader.batches
+    ([2.0, 1.0], (0, 1), 0)
+    """
+    widths = {"activations": len(meta.get("module_paths", ())),
+              "grads": len(meta.get("param_paths", ()))}
+    samples = {kind: (np.empty(0, dtype=np.int64), np.empty((0, width)))
+               for kind, width in widths.items()}
+    for kind, steps, rows in delta.samples:  # (one block per kind from the start)
+        samples[kind] = (steps, rows) if not len(samples[kind][0]) else (
+            np.concatenate([samples[kind][0], steps]), np.concatenate([samples[kind][1], rows]))
+    program = delta.program
+    return TrainingRecords(
+        scalars=scalar_series(delta.scalars),
+        module_paths=list(meta.get("module_paths", ())),
+        module_classes=list(meta.get("module_classes", ())),
+        act_steps=samples["activations"][0], activations=samples["activations"][1],
+        param_paths=list(meta.get("param_paths", ())),
+        param_numel=list(meta.get("param_numel", ())),
+        grad_steps=samples["grads"][0], grads=samples["grads"][1],
+        events=list(delta.events or ()), loader=delta.loader or LoaderRecord(),
+        errors=list(delta.errors or ()), every=meta.get("every", 1),
+        program=ProgramFacts.from_json(program) if program is not None else None)
+
+
+def scalar_series(chunks: list[ScalarChunk]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``name -> (steps, values)`` from scalar chunks, in the order names first appear
+    (a chunk of one name, as the scalar log gives each series, is taken whole).
+
+    >>> scalar_series([(np.array([1, 1]), ("a", "b"), np.array([0.5, 2.0]), np.zeros(2))])
+    {'a': (array([1]), array([0.5])), 'b': (array([1]), array([2.]))}
+    """
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for steps, names, values, _ in chunks:
+        if not len(names):
+            continue
+        unique = dict.fromkeys(names)
+        if len(unique) == 1:
+            parts.setdefault(names[0], []).append((steps, values))
+            continue
+        labels = np.asarray(names, dtype=object)
+        for name in unique:
+            sel = labels == name
+            parts.setdefault(name, []).append((steps[sel], values[sel]))
+    return {name: p[0] if len(p) == 1 else (np.concatenate([s for s, _ in p]),
+                                            np.concatenate([v for _, v in p]))
+            for name, p in parts.items()}

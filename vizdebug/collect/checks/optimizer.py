@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...records import RunDelta
 from .anomaly import AnomalyEvent, AnomalyPolicy
 from .losses import CHECK_EVERY, FULL_CHECKS
 from .mode_watch import mode_sensitive
@@ -144,6 +145,14 @@ class OptimizerChecks:
         names = tuple(f"lr/group{i}" for i in range(groups)) * len(trace)
         return (steps[keep], tuple(n for n, k in zip(names, keep) if k),
                 values.reshape(-1)[keep], times[keep])
+
+    def records_since(self, cursor: int | None) -> tuple[RunDelta, int | None]:
+        """The collector contract: the learning-rate trace's points after step ``cursor``
+        (one chunk of ``lr/group<i>`` points; a group a step lacks has none)."""
+        chunk = self.lr_points(-(1 << 62) if cursor is None else cursor)
+        if chunk is None or not chunk[0].size:
+            return RunDelta(), cursor
+        return RunDelta(scalars=[chunk]), int(chunk[0][-1])
 
 
 def _lr_table(trace: list[tuple[int, tuple[float, ...], float]]) -> np.ndarray:

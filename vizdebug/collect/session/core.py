@@ -15,14 +15,11 @@ import traceback
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..._env import distributed_rank
 from ..._viewable import Viewable
-from ...analysis.training.curves import is_lr_name
 from ...analysis.training.diagnose import diagnose
 from ...findings import Finding, Findings
-from ...records import BATCH_FIELDS, LoaderRecord, TrainingRecords
+from ...records import LoaderRecord, TrainingRecords
 from ...store.writer import RunWriter, store_path
 from ..checks.anomaly import AnomalyPolicy
 from ..checks.mode_watch import ModeWatch
@@ -33,6 +30,7 @@ from ..taps.program import ProgramTap
 from ..taps.scalars import ScalarLog
 from ..taps.system import SystemSampler
 from .feed import StoreFeed
+from .folds import session_records
 from .lifecycle import Lifecycle, kernel_shell
 
 if TYPE_CHECKING:
@@ -168,25 +166,10 @@ class Session(Viewable, EmbeddingTracking):
         """Everything collected, as :class:`~vizdebug.records.TrainingRecords`.
 
         ``flush=True`` also reads the step in progress (call it between steps); views that
-        poll from another thread pass ``flush=False``.
+        poll from another thread pass ``flush=False``. A fold of the collectors' records
+        from the start (:mod:`vizdebug.collect.session.folds`).
         """
-        if flush and not self.closed:
-            self.hooks.flush()
-        else:
-            self.hooks.read_sealed()
-        hooks = self.hooks
-        scalars = {name: (s, v) for name, (s, v, _) in self.log_store.all_series().items()}
-        if not any(is_lr_name(name) for name in scalars):
-            scalars.update(hooks.optimizer_checks.lr_series())  # the optimizer's, if none logged
-        return TrainingRecords(
-            scalars=scalars, module_paths=list(hooks.module_paths),
-            module_classes=list(hooks.module_classes), act_steps=hooks.activations.steps(),
-            activations=hooks.activations.stacked(len(hooks.module_paths)),
-            param_paths=list(hooks.param_paths), param_numel=list(self.param_numel),
-            grad_steps=hooks.grads.steps(), grads=hooks.grads.stacked(len(hooks.param_paths)),
-            events=list(self.policy.events), loader=self.loader_record(),
-            errors=self.collector_errors(), every=self.every, program=self.program.facts(),
-        )
+        return session_records(self, flush=flush)
 
     def collector_errors(self) -> list[tuple[str, str, int]]:
         """What went wrong inside the collectors: ``(where, message, count)``."""
@@ -194,15 +177,7 @@ class Session(Viewable, EmbeddingTracking):
 
     def loader_record(self) -> LoaderRecord:
         """The loader tap's timing and batch statistics (empty before the first batch)."""
-        timing = self.tap.timing()
-        if timing["batches"] == 0:
-            return LoaderRecord()
-        stats = self.tap.stats.stacked(len(BATCH_FIELDS))
-        steps = self.tap.stats.steps()
-        bad = stats[:, BATCH_FIELDS.index("nonfinite")] > 0 if stats.size else np.zeros(0, bool)
-        return LoaderRecord(**timing, batch_steps=steps, batch_stats=stats,
-                            nonfinite_batches=[int(s) for s in steps[bad]],
-                            shapes=dict(self.tap.shapes), dtypes=dict(self.tap.dtypes))
+        return self.tap.loader_record()
 
     @property
     def state(self) -> str:

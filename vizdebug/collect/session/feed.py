@@ -1,31 +1,32 @@
 """What a Session hands its run store: one :class:`~vizdebug.records.RunDelta` per write.
 
-The store writes only what it is handed; this object decides what that is. It owns the
-cursors of what was already handed over (the last sampled activation and gradient step,
-the number of system samples, the last snapshots of events, errors and loader statistics,
-the captured batches already stored) and reads the collectors through the Session, which
-it holds by a weak reference (a session nobody keeps is closed by its ``__del__``, and a
-feed without its session hands over nothing more). The store calls it under its own
-lock, from its thread or from ``close()``.
+The store writes only what it is handed; this object decides what that is: a fold of the
+session's collectors (:func:`~.folds.collectors`, the collector contract of
+:mod:`vizdebug.collect.contract`) from the cursors it keeps, plus what it hands over on its
+own schedule (the loader's whole record every few seconds, the newest captured batch, the
+tracked embeddings, the parameters' sizes when they changed). It reads the collectors
+through the Session, which it holds by a weak reference (a session nobody keeps is closed
+by its ``__del__``, and a feed without its session hands over nothing more). The store
+calls it under its own lock, from its thread or from ``close()``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import sys
 import time
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..._env import distributed_rank
 from ..._version import __version__
-from ...analysis.training.curves import is_lr_name
-from ...records import AnomalyEvent, LoaderRecord, RunDelta
+from ...records import RunDelta
 from ...reproducibility import environment, last_seed
-from ..hooks.samples import stack_rows
+from ..contract import Collector, fold
+from .folds import collectors
 
 if TYPE_CHECKING:
     from .core import Session
@@ -62,17 +63,13 @@ class StoreFeed:
 
     def __init__(self, session: Session) -> None:
         self._session = weakref.ref(session)
-        self._last_step = {"activations": -1, "grads": -1}
-        self._system_count = 0
-        self._events: list[AnomalyEvent] | None = None
-        self._errors: list[tuple[str, str, int]] | None = None
-        self._loader_batches = 0
+        # each collector's cursor (the collector contract); the scalar log's starts past
+        # its beginning: its points reach the store through the sink as they resolve
+        self._cursors: dict[str, Any] = {"scalars": 0}
         self._loader_at = -1e9
         self._batch_at = -1e9
         self._captured_ids: set[int] = set()
-        self._lr_step = -1  # the last step of the optimizer's learning-rate trace handed over
         self._traced_names: set[str] = set()
-        self._program_version = -1
         self._param_numel: list[int] | None = None  # as last handed over
 
     def start(self) -> RunDelta:
@@ -89,34 +86,31 @@ class StoreFeed:
             session._on_error(where, exc)
 
     def take(self, final: bool) -> RunDelta:
-        """What happened since the last delta (``final``: the session has closed)."""
+        """What happened since the last delta (``final``: the session has closed): the
+        fold of the session's collectors from the cursors of the last one."""
         session = self._session()
         if session is None:
             return RunDelta()
-        with contextlib.suppress(Exception):
-            session.log_store.resolve()  # its points reach the store through the sink
         if not final:
             session.hooks.read_sealed()
+        delta = fold(self._due(session, final), self._cursors)
         frames, probes = session._take_embeddings()
-        lr_points = self._lr_points(session)
-        return RunDelta(scalars=lr_points, meta={**self._traced(lr_points), **self._numel(session)},
-                        samples=self._samples(session), system=self._system(session),
-                        events=self._new_events(session), errors=self._new_errors(session),
-                        loader=self._new_loader(session, final),
-                        program=self._new_program(session, final),
-                        batch=self._batch(session, final),
-                        failed=session.failed, embeddings=frames, probes=probes)
+        return replace(delta, meta={**self._traced(delta.scalars), **self._numel(session)},
+                       batch=self._batch(session, final), failed=session.failed,
+                       embeddings=frames, probes=probes)
 
-    def _lr_points(self, session: Session) -> list:
-        """The optimizer's ``lr/group<i>`` trace, as the live session shows it: only while
-        the program logs no learning rate of its own."""
-        if any(is_lr_name(name) for name in session.log_store.names()):
-            return []
-        chunk = session.hooks.optimizer_checks.lr_points(self._lr_step)
-        if chunk is None or not chunk[0].size:
-            return []
-        self._lr_step = int(chunk[0][-1])
-        return [chunk]
+    def _due(self, session: Session, final: bool) -> list[tuple[str, Collector]]:
+        """The collectors read at this write: the loader's whole record every
+        :data:`LOADER_INTERVAL` seconds (and at the end), the program facts once more at
+        the end (the optimizers' step counts move between the snapshots the tap marks)."""
+        now = time.monotonic()
+        loader_due = final or now - self._loader_at >= LOADER_INTERVAL
+        if final:
+            self._cursors.pop("program", None)
+        parts = [c for c in collectors(session) if c[0] != "loader" or loader_due]
+        if loader_due and session.tap.batches != self._cursors.get("loader"):
+            self._loader_at = now
+        return [*parts, ("system", session.system)]
 
     def _numel(self, session: Session) -> dict[str, Any]:
         """The parameters' sizes again when they changed: a lazy module's exist from its
@@ -136,57 +130,6 @@ class StoreFeed:
             return {}
         self._traced_names |= names
         return {"traced": sorted(self._traced_names)}
-
-    def _samples(self, session: Session) -> list[tuple[str, np.ndarray, np.ndarray]]:
-        hooks, out = session.hooks, []
-        for kind, buffer, width in (("activations", hooks.activations, len(hooks.module_paths)),
-                                    ("grads", hooks.grads, len(hooks.param_paths))):
-            steps, rows = buffer.since(self._last_step[kind])
-            if steps.size:
-                out.append((kind, steps, stack_rows(rows, width)))
-                self._last_step[kind] = int(steps[-1])
-        return out
-
-    def _system(self, session: Session) -> list[tuple[float, float, float, float]]:
-        system = session.system
-        count = system.count
-        new = count - self._system_count
-        if new <= 0:
-            return []
-        self._system_count = count
-        return list(system.samples)[-new:]
-
-    def _new_events(self, session: Session) -> list[AnomalyEvent] | None:
-        events = list(session.policy.events)
-        if events == self._events:
-            return None
-        self._events = events
-        return events
-
-    def _new_errors(self, session: Session) -> list[tuple[str, str, int]] | None:
-        errors = session.collector_errors()
-        if errors == self._errors:
-            return None
-        self._errors = errors
-        return errors
-
-    def _new_program(self, session: Session, final: bool) -> dict[str, Any] | None:
-        """The program facts when they changed (and once more at the end: the optimizers'
-        step counts move between the snapshots the tap marks)."""
-        version = session.program.version
-        if version == self._program_version and not final:
-            return None
-        self._program_version = version
-        return session.program.facts().to_json()
-
-    def _new_loader(self, session: Session, final: bool) -> LoaderRecord | None:
-        batches, now = session.tap.batches, time.monotonic()
-        if not batches or batches == self._loader_batches:
-            return None
-        if not final and now - self._loader_at < LOADER_INTERVAL:
-            return None
-        self._loader_batches, self._loader_at = batches, now
-        return session.loader_record()
 
     def _batch(self, session: Session, final: bool) -> list[np.ndarray]:
         """The newest captured batch as arrays, every :data:`BATCH_INTERVAL` seconds (and

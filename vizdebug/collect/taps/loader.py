@@ -29,6 +29,7 @@ import numpy as np
 
 from ...data.batch import input_members, split_batch
 from ...errors import VizdebugTypeError, describe
+from ...records import BATCH_FIELDS, LoaderRecord, RunDelta
 from ..hooks.samples import SampleBuffer
 from .passes import TappedIterator
 
@@ -325,6 +326,26 @@ class LoaderTap:
             "total_compute": self.total_compute,
             "batches": self.batches,
         }
+
+    def loader_record(self) -> LoaderRecord:
+        """The timing and batch statistics as a record (empty before the first batch)."""
+        timing = self.timing()
+        if timing["batches"] == 0:
+            return LoaderRecord()
+        stats = self.stats.stacked(len(BATCH_FIELDS))
+        steps = self.stats.steps()
+        bad = stats[:, BATCH_FIELDS.index("nonfinite")] > 0 if stats.size else np.zeros(0, bool)
+        return LoaderRecord(**timing, batch_steps=steps, batch_stats=stats,
+                            nonfinite_batches=[int(s) for s in steps[bad]],
+                            shapes=dict(self.shapes), dtypes=dict(self.dtypes))
+
+    def records_since(self, cursor: int | None) -> tuple[RunDelta, int | None]:
+        """The collector contract: the whole record when batches came since ``cursor``
+        (the batches counted then)."""
+        batches = self.batches
+        if not batches or batches == cursor:
+            return RunDelta(), cursor
+        return RunDelta(loader=self.loader_record()), batches
 
 
 def _tapped_iter(self: Any) -> Iterator:

@@ -15,7 +15,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ...records import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts
+from ...records import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts, RunDelta
 from ..hooks.compiled import compiled_paths
 from .axes import AxisWatch
 
@@ -169,6 +169,14 @@ class ProgramTap:
             input_ranges=[list(r) for r in self.input_ranges],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
         )
+
+    def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:
+        """The collector contract: the facts when they changed since ``cursor`` (a
+        version; ``None``: now, whatever changed)."""
+        version = self.version
+        if cursor is not None and version == cursor:
+            return RunDelta(), cursor
+        return RunDelta(program=self.facts().to_json()), version
 
     def remove(self) -> None:
         """Take off the hooks this tap holds (harmless when called twice)."""

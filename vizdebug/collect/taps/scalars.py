@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import VizdebugError, VizdebugTypeError, describe, short_repr
-from ...records import EVAL_PREFIXES, Series
+from ...records import EVAL_PREFIXES, RunDelta, Series
 from ...store.names import storable_name
 
 _NUMBER_TYPES = (float, int, bool)
@@ -328,6 +328,18 @@ class ScalarLog:
             sink = self.sink
             if sink is not None:
                 sink(step_arr, names, numbers, time_arr)
+
+    def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:
+        """The collector contract: from the start (``None``) every point, one scalar chunk
+        per metric; from a cursor, the pending values resolved, which hands them to the
+        ``sink`` (a run store's: the series are downsampled in place, so no cursor into
+        them lasts), and nothing more. A failing sink is the store's to report."""
+        if cursor is None:
+            chunks = [(s, (name,) * len(s), v, t) for name, (s, v, t) in self.all_series().items()]
+            return RunDelta(scalars=chunks), self.version
+        with contextlib.suppress(Exception):
+            self.resolve()
+        return RunDelta(), self.version
 
     def names(self) -> list[str]:
         """Metric names in the order they were first logged."""

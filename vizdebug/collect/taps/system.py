@@ -15,6 +15,8 @@ from collections import deque
 
 import numpy as np
 
+from ...records import RunDelta
+
 SYSTEM_FIELDS = ("time", "cpu_percent", "rss_mb", "gpu_mb")
 
 
@@ -96,6 +98,14 @@ class SystemSampler:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2.0)
+
+    def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:
+        """The collector contract: the samples taken since ``cursor`` (a count) that are
+        still held."""
+        count, seen = self.count, cursor or 0
+        if count <= seen:
+            return RunDelta(), seen
+        return RunDelta(system=list(self.samples)[-(count - seen):]), count
 
     def array(self) -> np.ndarray:
         """The samples as an ``(n, 4)`` array of :data:`SYSTEM_FIELDS`."""
