@@ -5,24 +5,37 @@ Side by side in the same process: the same loop with no vizdebug (the cost per s
 watching and storing is the difference), and the same scalars written with plain
 ``sqlite3`` (one ``executemany`` per 1,000 steps, what a hand-rolled logger does).
 
-Prints: seconds per step of each loop, the run file's size, and the time to
-``open_run`` + ``scalars()``, ``records()``, the dashboard's static HTML, ``findings()``.
+Prints: seconds per step of each loop, the run file's size, then, from a fresh
+``open_run``: the open, the first picture (the dashboard's static twin: records, findings,
+SVG), ``findings()``, a zoom into step 900,000 (of a million; 90% of the run) as the
+dashboard's page asks it, the whole run at 1,000 points (``scalars(points=1000)``), and
+``scalars()`` of every point (what a user reading the file with pandas gets).
 
     python benchmarks/bench_long_run.py                  # 1,000,000 steps
     python benchmarks/bench_long_run.py --steps 100000   # a quicker reading
+    python benchmarks/bench_long_run.py --steps 100000 --paired /tmp/old --repeats 3
+
+``--paired TREE``: the write cost only, interleaved: each repeat runs the plain loop and
+the ``vd.watch`` loop in a fresh process with this tree's vizdebug and with ``TREE``'s (a
+``git worktree add /tmp/old <commit>``), in alternating order, and prints each overhead
+and their ratio (the machine is shared: pairs, not absolute numbers).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv  # --paired
+                else str(Path(__file__).resolve().parents[1]))
 
 import torch
 from torch import nn
@@ -88,15 +101,77 @@ def with_vizdebug(steps: int, path: Path) -> float:
 def timed(what: str, fn: object) -> object:
     start = time.perf_counter()
     out = fn()  # type: ignore[operator]
-    print(f"  {what:34s} {time.perf_counter() - start:8.2f} s")
+    print(f"  {what:44s} {time.perf_counter() - start:8.3f} s")
     return out
+
+
+def write_only(steps: int) -> None:
+    """The plain loop and the vd.watch loop once each: one JSON line of seconds per step."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plain_s = plain(steps, Path(tmp)) / steps
+        vd_s = with_vizdebug(steps, Path(tmp) / "long.sqlite") / steps
+    print(json.dumps({"plain": plain_s, "vd": vd_s, "tree": vd.__file__}))
+
+
+def paired(steps: int, old: str, repeats: int) -> None:
+    """Interleaved write cost of this tree against ``old`` (fresh processes)."""
+    here = str(Path(__file__).resolve().parents[1])
+    got: dict[str, list[float]] = {"old": [], "new": []}
+    for k in range(repeats):
+        for label in (("old", "new") if k % 2 == 0 else ("new", "old")):
+            tree = old if label == "old" else here
+            out = subprocess.run([sys.executable, __file__, "--steps", str(steps), "--write-only",
+                                  "--tree", tree], capture_output=True, text=True, check=True)
+            line = json.loads(out.stdout.strip().splitlines()[-1])
+            extra = (line["vd"] - line["plain"]) * 1e6
+            got[label].append(extra)
+            print(f"  {label}: plain {line['plain'] * 1e6:6.1f} us/step, vd.watch + store "
+                  f"{line['vd'] * 1e6:6.1f} us/step (+{extra:.1f} us) [{line['tree']}]")
+    old_m, new_m = statistics.median(got["old"]), statistics.median(got["new"])
+    print(f"median overhead: old +{old_m:.1f} us/step, new +{new_m:.1f} us/step "
+          f"(new/old {new_m / old_m:.2f}x)")
+
+
+def read_back(run: Path, steps: int) -> None:
+    """Open, draw, diagnose and zoom the stored run, each from what the previous left."""
+    from vizdebug.views._dashboard_zoom import answer_zoom
+    from vizdebug.views.dashboard import Dashboard
+
+    stored = timed("open_run", lambda: vd.open_run(run))
+    twin = timed("first picture (dashboard twin: records+findings)",
+                 lambda: Dashboard(stored, live=False)._twin_html())
+    print(f"  ({len(twin):,} characters of SVG/HTML)")  # type: ignore[arg-type]
+    found = timed("findings()", stored.findings)
+    print(f"  findings: {found.summary()}")  # type: ignore[union-attr]
+    at = steps * 9 // 10
+    for lo, hi in ((at - 400, at + 400), (at - 50_000, at + 50_000)):
+        reply = timed(f"zoom {lo:,}..{hi:,} (1,000 px)", lambda lo=lo, hi=hi: answer_zoom(
+            stored, {"kind": "zoom", "panel": "curves", "lo": lo, "hi": hi, "points": 1000}))
+        series = reply["series"][0]  # type: ignore[index]
+        print(f"  ({len(reply['series'])} series; {series['name']}: {len(series['x'])} "  # type: ignore[index]
+              f"points, exact={series['exact']})")
+    reset = timed("zoom reset (whole run, 1,000 px)", lambda: answer_zoom(
+        stored, {"kind": "zoom", "panel": "curves", "reset": True, "points": 1000}))
+    print(f"  ({len(reset['series'][0]['x'])} buckets of the first series)")  # type: ignore[index]
+    few = timed("scalars(points=1000), every metric", lambda: stored.scalars(points=1000))
+    print(f"  ({len(few):,} rows)")  # type: ignore[arg-type]
+    every = timed("scalars(), every point", lambda: vd.open_run(run).scalars())
+    print(f"  ({len(every):,} rows: every point as a DataFrame)")  # type: ignore[arg-type]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--write-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--paired", metavar="TREE", help="interleaved write cost against TREE")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.write_only:
+        return write_only(args.steps)
+    if args.paired:
+        return paired(args.steps, args.paired, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "long.sqlite"
         per = {}
@@ -111,13 +186,10 @@ def main() -> None:
                   f"({per[name] / per['plain loop']:.2f}x)")
         size = sum(os.path.getsize(p) for p in Path(tmp).glob("long.sqlite*"))
         print(f"run file: {size / 1e6:.1f} MB for {args.steps:,} steps x 5 scalars")
-        opened = timed("open_run + scalars()", lambda: vd.open_run(run).scalars())
-        print(f"  ({len(opened):,} rows read back: scalars() returns every point)")
-        stored = vd.open_run(run)
-        timed("records()", stored.records)
-        timed("dashboard static HTML (to_html)", stored.to_html)
-        found = timed("findings()", stored.findings)
-        print(f"  findings: {found.summary()}")  # type: ignore[union-attr]
+        with sqlite3.connect(run) as conn:
+            rows = conn.execute("SELECT count(*) FROM envelope").fetchone()[0]
+        print(f"  (of which the envelope: {rows:,} rows)")
+        read_back(run, args.steps)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from ..errors import VizdebugError
 from ..records import ScalarChunk
 from .names import storable_name
@@ -163,6 +165,19 @@ class Backlog:
         one big list), their names in storable form."""
         for steps, names, values, times in self.held[:chunks]:
             yield from zip(steps.tolist(), self._names(names), values.tolist(), times.tolist())
+
+    def columns(self, chunks: int) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
+        """The first ``chunks`` chunks as four columns (``step, name, value, time``), the
+        names in storable form: what the run's envelope is built from."""
+        held = self.held[:chunks]
+        names: list[str] = []
+        for chunk in held:
+            names.extend(self._names(chunk[1]))
+        if not held:
+            return np.empty(0, np.int64), names, np.empty(0), np.empty(0)
+        return (np.concatenate([np.asarray(c[0], dtype=np.int64) for c in held]), names,
+                np.concatenate([np.asarray(c[2], dtype=float) for c in held]),
+                np.concatenate([np.asarray(c[3], dtype=float) for c in held]))
 
     def done(self, chunks: int, seconds: float) -> None:
         """The first ``chunks`` chunks were committed in ``seconds``: let them go and

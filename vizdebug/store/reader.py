@@ -3,7 +3,8 @@
 The first read takes everything, bounded: a metric with more than ``MAX_POINTS`` points
 is read as the min and the max row of each step bucket plus its first NaNs (SQLite
 returns the row that holds a bucket's min/max), sampled statistics are thinned evenly to
-``MAX_SAMPLES`` rows (non-finite rows kept), the system panel keeps its last
+``MAX_SAMPLES`` rows (non-finite rows kept; of a run with more than ``MAX_CHUNKS`` stored
+chunks, ``MAX_CHUNKS`` evenly spread chunks are read), the system panel keeps its last
 ``MAX_SYSTEM`` samples. Later reads only fetch rows added since (by ``rowid``), so a
 dashboard that follows a long run from another kernel refreshes in milliseconds, and the
 in-memory series stay bounded by the same min/max compaction a live session uses.
@@ -16,12 +17,14 @@ what was skipped is kept in :attr:`RunReader.damage` (table -> what was wrong).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
 import numpy as np
 
 from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, Series
+from .envelope import spans, window
 from .guard import explain
 from .schema import DamagedRun, from_npy
 
@@ -31,6 +34,7 @@ MAX_SYSTEM = 3600    # system samples (an hour at 1 Hz, as a live session)
 FETCH = 100_000      # rows per fetch while reading increments
 MAX_CELLS = 1 << 25  # sampled values held per kind (rows x width x fields; 256 MB)
 MAX_WIDTH = 100_000  # modules or parameters in one sampled row
+MAX_CHUNKS = 1000    # stored chunks of sampled rows read per kind at once (evenly spread)
 FIELDS = {"activations": len(ACTIVATION_FIELDS), "grads": len(GRAD_FIELDS)}
 # rows whose columns hold what the writer writes (a crafted file may hold anything)
 VALID_SCALAR = ("typeof(step)='integer' AND typeof(name)='text' AND typeof(time) IN "
@@ -84,6 +88,7 @@ class RunReader:
         self.system = np.empty((0, 4))
         self.system_rowid = 0
         self.damage: dict[str, str] = {}  # table -> what could not be read
+        self.enveloped = False  # the file keeps min/max envelopes (store/envelope.py)
 
     def update(self, conn: sqlite3.Connection, widths: dict[str, int]) -> None:
         """Read the rows added since the last update, in one read transaction (a
@@ -151,6 +156,13 @@ class RunReader:
         self._series_for(name).extend(*columns)
 
     def _first_scalars(self, conn: sqlite3.Connection, top: int) -> None:
+        if self.enveloped:
+            try:
+                return self._first_from_envelope(conn)
+            except (sqlite3.Error, ValueError, TypeError, OverflowError) as exc:
+                self.series.clear()  # read from the rows instead, as an older file is
+                self.damage.setdefault("envelope", f"table 'envelope': {explain(conn, exc)} "
+                                                   "(read from the rows instead)")
         query = ("SELECT name, count(*), min(step), max(step) FROM scalars WHERE rowid <= ? "
                  "AND {valid} GROUP BY name ORDER BY min(rowid)")
         names = conn.execute(query.format(valid="1"), (top,)).fetchall()
@@ -162,6 +174,21 @@ class RunReader:
             names = conn.execute(query.format(valid=valid), (top,)).fetchall()
         for name, n, lo, hi in names:
             self._extend(name, self._first_rows(conn, name, (n, lo, hi), top, valid))
+
+    def _first_from_envelope(self, conn: sqlite3.Connection) -> None:
+        """The first read of a file with envelopes: a metric with more than
+        :data:`MAX_POINTS` points is read as the min and the max point of each of
+        ``MAX_POINTS // 2`` buckets and its first NaNs, from the envelope's finest level
+        that fits (a few thousand rows, however long the run: same snapshot as the rows)."""
+        for name, n, lo, hi in spans(conn):
+            if n <= MAX_POINTS:
+                self._extend(name, conn.execute(
+                    "SELECT step, value, time FROM scalars WHERE name=? ORDER BY step, rowid",
+                    (name,)).fetchall())
+            else:
+                # (two points a bucket and the first NaNs: 1.1x the points asked, at most)
+                self._series_for(name).extend(*window(conn, name, lo, hi, MAX_POINTS * 9 // 10,
+                                                      enveloped=True).rows)
 
     def _first_rows(self, conn: sqlite3.Connection, name: str, span: tuple[int, int, int],
                     top: int, valid: str) -> list[tuple]:
@@ -196,8 +223,15 @@ class RunReader:
 
     # -- sampled statistics -------------------------------------------------------------------
     def _samples(self, conn: sqlite3.Connection, widths: dict[str, int]) -> None:
-        cursor = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid > ? "
-                              "ORDER BY rowid", (self.sample_rowid,))
+        chosen = _spread(conn.execute("SELECT rowid, kind FROM samples WHERE rowid > ? ORDER "
+                                      "BY rowid", (self.sample_rowid,)).fetchall())
+        if chosen is None:
+            cursor = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid > ? "
+                                  "ORDER BY rowid", (self.sample_rowid,))
+        else:
+            self.sample_rowid, wanted = chosen
+            cursor = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid IN "
+                                  "(SELECT value FROM json_each(?)) ORDER BY rowid", (wanted,))
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in FIELDS}
         cells = dict.fromkeys(FIELDS, 0)
         for rowid, kind, steps_blob, rows_blob in cursor:  # one chunk at a time: bounded
@@ -250,6 +284,23 @@ class RunReader:
         new = np.asarray([[np.nan if v is None else v for v in r[1:]] for r in reversed(rows)],
                          dtype=float).reshape(-1, 4)
         self.system = np.concatenate([self.system, new])[-MAX_SYSTEM:]
+
+
+def _spread(ids: list[tuple]) -> tuple[int, str] | None:
+    """When there are more than :data:`MAX_CHUNKS` new chunks of a kind (a long run read
+    the first time: a chunk per write, so their number grows with the run's duration): the
+    last rowid and, as a JSON list, the rowids of :data:`MAX_CHUNKS` of them per kind,
+    evenly spread, the newest always. None: read them all."""
+    by_kind: dict[Any, list[int]] = {}
+    for rowid, kind in ids:
+        by_kind.setdefault(kind, []).append(rowid)
+    if all(len(r) <= MAX_CHUNKS for r in by_kind.values()):
+        return None
+    keep: list[int] = []
+    for rowids in by_kind.values():
+        picks = np.unique(np.linspace(0, len(rowids) - 1, MAX_CHUNKS).astype(np.int64))
+        keep += [int(rowids[k]) for k in picks]
+    return max(r for r, _ in ids), json.dumps(sorted(keep))
 
 
 def _sample_block(kind: str, steps_blob: Any, rows_blob: Any) -> tuple[np.ndarray, np.ndarray]:

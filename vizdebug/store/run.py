@@ -21,7 +21,7 @@ import platform
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from ..records import LoaderRecord, TrainingRecords
 from .backlog import dropped_message
 from .claim import LockProbe
 from .embeddings import StoredEmbeddings
+from .envelope import Window, has_envelope
 from .guard import explain, open_read
 from .reader import RunReader, loader_record
 from .sanitize import (
@@ -55,6 +56,7 @@ from .schema import (
     is_run_file,
     rank_path,
 )
+from .windows import Query, check_query, last_step, query_windows, rows_frame, windows_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -204,6 +206,7 @@ class Run(Viewable, StoredEmbeddings):
                     if self._created is not None:  # (the first read keeps what was noted)
                         self.damage = {}
                     self._reader, self._created = RunReader(), created
+                self._reader.enveloped = has_envelope(self.meta)
                 self._records = self._load()
                 self._cache_key = key
             return self._records
@@ -289,38 +292,60 @@ class Run(Viewable, StoredEmbeddings):
     @property
     def last_step(self) -> int:
         """The highest step with a logged scalar (-1 when nothing was logged)."""
-        traced = self._traced()  # (SQLite takes an empty NOT IN ())
         try:
-            row = self._query("SELECT max(step) FROM scalars WHERE typeof(step)='integer' AND "
-                              f"name NOT IN ({','.join('?' * len(traced))})", tuple(traced),
-                              table="scalars")
+            with self._reading("scalars") as conn:
+                return last_step(conn, has_envelope(self.meta), self._traced())
         except VizdebugError:
             return -1
-        return int(row[0][0]) if row and row[0][0] is not None else -1
 
-    def scalars(self) -> pd.DataFrame:
+    def scalars(self, name: str | Sequence[str] | None = None, start: int | None = None,
+                stop: int | None = None, points: int | None = None) -> pd.DataFrame:
         """Everything logged, long form (``step``, ``name``, ``value``, ``time``, ``rank``),
         across every rank of a multi-process job. The series vizdebug traced itself (the
         optimizer's ``lr/group<i>``, named in the ``traced`` setting) are in
-        :meth:`records` only, as in a live session."""
+        :meth:`records` only, as in a live session (or when asked for by ``name``).
+
+        ``name`` (one or a list), ``start`` and ``stop`` (steps, both included) choose
+        what is read; ``points`` bounds the rows per metric: the real points where there
+        are at most that many, otherwise the lowest and highest point of each of about
+        ``points // 2`` buckets and the first NaNs (real rows; a file written by this
+        vizdebug reads only what that needs, however long the run).
+
+        Examples
+        --------
+        >>> run.scalars("loss", start=900_000, stop=900_500, points=1000)  # doctest: +SKIP
+        """
         import pandas as pd
 
-        frames = []
-        for run in [self, *self.rank_runs()]:
-            rows = run._query("SELECT step, name, value, time FROM scalars ORDER BY step, rowid",
-                              table="scalars")
-            df = pd.DataFrame(rows, columns=["step", "name", "value", "time"])
-            try:
-                df["value"] = pd.to_numeric(df["value"], errors="coerce").astype(float)
-                df["step"] = df["step"].astype("int64")
-                df["time"] = df["time"].astype(float)
-            except (ValueError, TypeError, OverflowError) as exc:
-                raise run._damaged("scalars", f"a column holds values of the wrong type "
-                                              f"({exc})") from None
-            df["rank"] = int(run.meta.get("rank", 0))
-            frames.append(df[~df["name"].isin(run._traced())])
+        query = check_query(name, start, stop, points)
+        frames = [run._frame(query) for run in [self, *self.rank_runs()]]
         df = pd.concat(frames, ignore_index=True)
         return df.sort_values(["step", "name", "rank"], kind="stable").reset_index(drop=True)
+
+    def _frame(self, query: Query) -> pd.DataFrame:
+        rank = int(self.meta.get("rank", 0))
+        try:
+            if query.names is query.start is query.stop is query.points is None:
+                return rows_frame(self._query("SELECT step, name, value, time FROM scalars "
+                                              "ORDER BY step, rowid", table="scalars"),
+                                  rank, self._traced())
+            return windows_frame(self.windows(query), rank)
+        except (ValueError, TypeError, OverflowError) as exc:
+            if isinstance(exc, VizdebugError):
+                raise
+            raise self._damaged("scalars", f"a column holds values of the wrong type "
+                                           f"({exc})") from None
+
+    def windows(self, query: Query) -> dict[str, Window]:
+        """Each metric's :class:`~vizdebug.store.envelope.Window` for ``query`` (one
+        snapshot of the file: see :mod:`~vizdebug.store.windows`)."""
+        with self._reading("scalars") as conn:
+            conn.execute("BEGIN")
+            try:
+                return query_windows(conn, query, enveloped=has_envelope(self.meta),
+                                     hidden=() if query.names else self._traced())
+            finally:
+                conn.execute("COMMIT")
 
     def _traced(self) -> list[str]:
         """The names of the series vizdebug recorded itself (the ``traced`` setting)."""

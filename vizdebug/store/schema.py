@@ -25,6 +25,12 @@ Tables
     The probe set of each tracked layer, once: labels as ``.npy`` (numbers) or JSON (text),
     ``uint8`` thumbnails as ``.npy``. A version 1 file has neither table: it has no
     tracked embeddings and opens as before.
+``envelope(name, level, bucket, n, nans, total, lo_step, lo, hi_step, hi, min_step, vmin,
+min_time, max_step, vmax, max_time, nan_step, nan_time)``
+    Each metric's min/max aggregate per bucket of ``64 * 4**level`` steps, written with
+    the rows (see :mod:`~vizdebug.store.envelope`); the setting ``envelope`` says so. An
+    additive table, so the format version stays 2: an older vizdebug reads these files
+    (and ignores it), and a file without it (or without the setting) is read from its rows.
 
 Arrays are stored as ``.npy`` bytes written and read with ``allow_pickle=False``; other
 values as JSON. Nothing in a run file is ever unpickled, so opening a run from someone else
@@ -74,6 +80,11 @@ CREATE TABLE IF NOT EXISTS embeddings (layer TEXT NOT NULL, step INTEGER NOT NUL
 CREATE INDEX IF NOT EXISTS embeddings_layer ON embeddings (layer, step);
 CREATE TABLE IF NOT EXISTS embedding_probes (layer TEXT PRIMARY KEY, n INTEGER NOT NULL,
                                              labels BLOB, labels_kind TEXT, images BLOB);
+CREATE TABLE IF NOT EXISTS envelope (name TEXT NOT NULL, level INTEGER NOT NULL,
+    bucket INTEGER NOT NULL, n INTEGER NOT NULL, nans INTEGER NOT NULL, total REAL,
+    lo_step INTEGER NOT NULL, lo REAL, hi_step INTEGER NOT NULL, hi REAL, min_step INTEGER,
+    vmin REAL, min_time REAL, max_step INTEGER, vmax REAL, max_time REAL, nan_step INTEGER,
+    nan_time REAL, PRIMARY KEY (name, level, bucket)) WITHOUT ROWID;
 """
 
 

@@ -49,6 +49,7 @@ from .backlog import DROP_REASONS, Backlog, StoreDropped
 from .blobs import write_batch, write_snapshots
 from .claim import claim, release, store_path
 from .embeddings import write_embeddings
+from .envelope import SPEC, write_envelope
 from .registry import OPEN, finish_later, supersede
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
@@ -160,7 +161,7 @@ class RunWriter:
         return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": now,
                 "heartbeat": now, "state": "running", "failed": None, "ticks": 0,
                 "interval": self.interval, "pid": os.getpid(), "host": platform.node(),
-                "locked": self._lock_fd is not None}
+                "locked": self._lock_fd is not None, "envelope": SPEC}
 
     def _write_meta(self, values: dict[str, Any]) -> None:
         self._conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -301,6 +302,8 @@ class RunWriter:
         # SQLite stores NaN as NULL: written as NULL, read back as NaN
         conn.executemany("INSERT INTO scalars (step, name, value, time) VALUES (?, ?, ?, ?)",
                          self._backlog.rows(self._piece))
+        # the min/max levels of the same points, in the same transaction (store/envelope.py)
+        write_envelope(conn, *self._backlog.columns(self._piece))
 
     def _write_samples(self, conn: Any, samples: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
         for kind, steps, rows in samples:
