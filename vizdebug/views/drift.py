@@ -223,8 +223,8 @@ class DriftView(View):
 
 
 def _cell(v: Any, column: str = "") -> str:
-    if column.startswith("p_") and isinstance(v, float) and v == 0:
-        return format_p(v)
+    if column.startswith("p_") and isinstance(v, float) and math.isfinite(v):
+        return format_p(v)  # the one rule for p-values, as the browser's fmtP and findings
     if isinstance(v, float):
         return f"{v:.3g}" if math.isfinite(v) else ("–" if math.isnan(v) else str(v))
     return str(v)

@@ -27,7 +27,7 @@ var vdDriftPlots = (function (S) {
     return String(Number(x.toPrecision(d === undefined ? 3 : d + 1)));
   }
   // a p-value: below what a double holds it is 0, shown as the bound it is under
-  function fmtP(p) { return p === 0 ? "< 1e-300" : fmt(p, 2); }
+  function fmtP(p) { return p < 1e-300 ? "< 1e-300" : fmt(p, 2); }  // format_p's rule
   function fmtX(x, isDate, dayOnly) {
     if (!isDate) return fmt(x, 3);
     var iso = new Date(x).toISOString();

@@ -70,13 +70,14 @@ def drift_findings(
 
 
 def format_p(p: float) -> str:
-    """A p-value in two significant digits; one too small for a double (0) is said to be
-    under 1e-300 rather than shown as 0.
+    """A p-value in two significant digits; one under 1e-300 (0, or a subnormal such as
+    2.81e-317, whose digits mean nothing) is said to be under 1e-300. The browser's
+    ``fmtP`` (views/drift_plots.js) follows the same rule, so one table never shows both.
 
-    >>> format_p(0.0), format_p(3.2e-45), format_p(0.0123)
-    ('< 1e-300', '3.2e-45', '0.012')
+    >>> format_p(0.0), format_p(2.81e-317), format_p(3.2e-45), format_p(0.0123)
+    ('< 1e-300', '< 1e-300', '3.2e-45', '0.012')
     """
-    return "< 1e-300" if p == 0 else f"{p:.2g}"
+    return "< 1e-300" if p < 1e-300 else f"{p:.2g}"
 
 
 def _drifted(r: FeatureDrift, alpha: float, threshold: float, correction: str, m: int) -> Finding:
