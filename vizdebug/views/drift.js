@@ -23,7 +23,7 @@ var vdDriftMount = (function (S, P) {
     ui.title = plotBox.appendChild(h("div", { "class": "vd-plot-title", style: "font-weight:600" }));
     ui.svg = plotBox.appendChild(s("svg", { "class": "vd-plot", width: "100%", role: "img" }));
     ui.tsvg = nb ? plotBox.appendChild(s("svg", { "class": "vd-timeline", width: "100%" })) : null;
-    ui.info = plotBox.appendChild(h("div", { "class": "vd-whatif vd-note", style: "font-size:12px;color:#333;margin-top:4px" }));
+    ui.info = plotBox.appendChild(h("div", { "class": "vd-whatif vd-note", style: "font-size:12px;color:var(--jp-ui-font-color1,#333);margin-top:4px" }));
     return ui;
   }
 
@@ -139,7 +139,8 @@ var vdDriftMount = (function (S, P) {
     ["feature", "kind", "test", "stat", "p (adj)", "effect", "PSI", "missing", "drifted"].forEach(function (c) { head.appendChild(h("th", {}, c)); });
     tb.appendChild(head);
     res.forEach(function (r, i) {
-      var f = r.f, tr = h("tr", { "data-feature-index": i, style: "cursor:pointer;" + (i === st.sel ? "outline:2px solid #1565c0;" : "") + (r.drifted ? "background:#fff3e0" : "") });
+      // a drifted row: a translucent orange over whatever the theme paints, the theme's text colour on it
+      var f = r.f, tr = h("tr", { "data-feature-index": i, "class": r.drifted ? "vd-drifted" : "", style: "cursor:pointer;" + (i === st.sel ? "outline:2px solid #1565c0;" : "") + (r.drifted ? "background:rgba(255,152,0,0.2)" : "") });
       [f.feature, f.kind, f.test, fmt(r.statistic), fmtP(r.p_adj), fmt(r.effect), fmt(r.psi), fmt(100 * f.missing_ref, 2) + "→" + fmt(100 * f.missing_cur, 2) + "%", r.drifted ? "yes" : "no"]
         .forEach(function (c) { tr.appendChild(h("td", {}, c)); });
       tr.addEventListener("click", function () { st.sel = i; sync(app, "selected", f.feature); redraw(app); });
