@@ -27,6 +27,7 @@ from .views.embedding_timeline import EmbeddingTimelineView, show_embedding_fram
 from .views.embeddings import EmbeddingView, show_embeddings
 from .views.lr_find import LRFinderView, lr_find
 from .views.predictions import PredictionView, show_predictions
+from .views.ranks import RanksView, show_ranks
 from .views.top_losses import show_top_losses
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Findings",
     "LRFinderView",
     "PredictionView",
+    "RanksView",
     "Run",
     "Session",
     "VizdebugError",
@@ -59,6 +61,7 @@ __all__ = [
     "show_embedding_frames",
     "show_embeddings",
     "show_predictions",
+    "show_ranks",
     "show_top_losses",
     "watch",
 ]

@@ -51,7 +51,12 @@ def _section(part: Any) -> str:
             "(show_batch, compare_distributions, ...), Findings, or a list of those"
         )
     title = html.escape(str(getattr(part, "title", "") or type(part).__name__))
-    return f"<section><h2>{title}</h2>{to_html()}</section>"
+    body = to_html()
+    if callable(getattr(part, "rank_data", None)):  # a stored job: its ranks, merged
+        from .views.ranks import show_ranks
+
+        body += show_ranks(part).to_html()
+    return f"<section><h2>{title}</h2>{body}</section>"
 
 
 def _counts(found: list[Finding]) -> str:

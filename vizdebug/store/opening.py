@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .guard import UnsafeRun
+from .job import Job
 from .registry import write_up_to_now
 from .run import Run
 from .schema import NOT_A_RUN, is_run_file, run_file_problem
@@ -23,6 +24,8 @@ def _resolve(path: object) -> Path:
         if not runs:
             raise VizdebugError(f"no vizdebug run (*.sqlite) in the folder {str(p)!r}")
         return runs[-1]
+    if not p.exists() and p.suffix != ".sqlite" and p.with_name(p.name + ".sqlite").is_file():
+        p = p.with_name(p.name + ".sqlite")  # a job's (or run's) name, without .sqlite
     if not p.exists():
         raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
                             "vd.watch(model, store=...)")
@@ -37,7 +40,9 @@ def _resolve(path: object) -> Path:
 def open_run(path: str | os.PathLike) -> Run:
     """Open a run stored by ``vd.watch(model, store=path)``.
 
-    ``path`` is the run file, or a folder (its newest run). The run may still be written
+    ``path`` is the run file, its name without ``.sqlite``, or a folder (its newest
+    run). Rank 0's run of a ``torch.distributed`` job opens as a
+    :class:`~vizdebug.store.job.Job`: every rank's run (``.ranks``), merged. The run may still be written
     by another process: the Run reads what was committed, and its dashboard follows. A run
     this process is still writing is written up to now first, so a notebook that opens
     its own session's file sees everything logged so far.
@@ -56,4 +61,7 @@ def open_run(path: str | os.PathLike) -> Run:
     """
     resolved = _resolve(path)
     write_up_to_now(resolved)
-    return Run(resolved)
+    run = Run(resolved)
+    if int(run.meta.get("rank", 0)) == 0 and int(run.meta.get("world_size") or 1) > 1:
+        return Job(resolved)  # rank 0 of a multi-process job: every rank, merged
+    return run
