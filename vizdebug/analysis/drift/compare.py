@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...data.frames import engine_of
 from ...data.parquet import is_stream_source
 from ...data.tables import KINDS, as_table, columns_for
 from ...errors import VizdebugError
@@ -123,7 +124,9 @@ def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = N
     """Per-feature drift between ``reference`` and ``current``, in memory or streamed.
 
     Either side may be a Parquet path or a pyarrow dataset: then both are streamed in
-    record batches into sketches, with the same time window and buckets as in memory.
+    record batches into sketches, with the same time window and buckets as in memory. Either
+    may be a Dask or a Spark DataFrame: its partitions are sketched on its engine and merged
+    here, with the statistics of the Parquet path (:mod:`.engines`).
 
     Examples
     --------
@@ -134,7 +137,8 @@ def analyze_drift(reference: Any, current: Any, options: DriftOptions | None = N
     (['x'], ['feature', 'kind', 'test'])
     """
     options = options or DriftOptions()
-    if is_stream_source(reference) or is_stream_source(current):
+    engines = [engine_of(reference, "reference"), engine_of(current, "current")]
+    if is_stream_source(reference) or is_stream_source(current) or any(engines):
         return _streamed(reference, current, options, progress)
     return _in_memory(reference, current, options)
 
@@ -170,10 +174,10 @@ def _streamed(reference: Any, current: Any, options: DriftOptions,
 
 def _stream(reference: Any, current: Any, options: DriftOptions,
             progress: bool | None = None) -> DriftResult:
-    from ...data.parquet import arrow_dataset
+    from .engines import source_for
     from .streaming import stream_compare
 
-    current = arrow_dataset(current)
+    current = source_for(current, "current")
     clock = stream_time(current, options.time, options.window, options.time_buckets)
     results, only_ref, only_cur = stream_compare(reference, current, features=options.features,
                                                  categorical=options.categorical, kinds=options.kinds,

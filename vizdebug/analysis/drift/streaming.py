@@ -1,30 +1,34 @@
-"""Drift tests on data larger than memory: Parquet streamed in record batches into sketches.
+"""Drift tests on data larger than memory: sketches streamed from Parquet or a cluster.
 
-Two passes per source. Pass 1 keeps, per column, mergeable moments (count, missing, sum,
-sum of squares, min, max) and a bounded uniform sample; the pooled samples of both sides
-fix ``FINE_BINS`` shared quantile bins. Pass 2 counts every value into those bins (counts
-merge by addition) and into the view's display bins. KS and Wasserstein are then computed
-on the bin grid: the KS statistic is a lower bound of the exact one, short by at most the
-largest bin mass (about 1/FINE_BINS); the table's ``test`` says ``ks (binned)``.
-Categorical columns (strings, dictionaries, booleans) are counted exactly. With a time
-column (:class:`.drift_time.StreamTime`) the current side keeps only the rows inside the
-window, batch by batch, and pass 2 also counts them per time bucket for the view's slider.
+Two passes per side (:mod:`.sides`), over Parquet record batches in this process or over
+the partitions of a Dask or Spark DataFrame on its workers (:mod:`.engines`). Pass 1 keeps,
+per column, mergeable moments (count, missing, sum, sum of squares, min, max) and a sample
+of about ``sampling.SAMPLE_ROWS`` rows chosen by their position (so every engine samples the
+same rows); the pooled samples of both sides fix ``FINE_BINS`` shared quantile bins. Pass 2
+counts every value into those bins (counts merge by addition) and into the view's display
+bins. KS and Wasserstein are then computed on the bin grid: the KS statistic is a lower
+bound of the exact one, short by at most the largest bin mass (about 1/FINE_BINS); the
+table's ``test`` says ``ks (binned)``. Categorical columns (strings, dictionaries, booleans)
+are counted exactly. With a time column (:class:`.windows.StreamTime`) the current side
+keeps only the rows inside the window, batch by batch, and pass 2 also counts them per time
+bucket for the view's slider.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ...data.parquet import arrow_dataset, arrow_kind
+from ...data.parquet import arrow_kind
 from ...data.tables import KINDS
 from ...errors import VizdebugError
 from ...progress import Progress
 from . import sketches
+from .engines import source_for
+from .sampling import sample_below
+from .sides import NumericStream, StreamSide
 from .stats import (
     FeatureDrift,
     js_from_counts,
@@ -36,125 +40,7 @@ from .stats import (
 from .windows import StreamTime
 
 FINE_BINS = 4096
-SAMPLE_PER_BATCH = 2048
 BATCH_ROWS = 131_072
-
-
-@dataclass
-class NumericStream:
-    """Mergeable sketch of one numeric column: moments, a sample, then bin counts."""
-
-    n: int = 0
-    missing: int = 0
-    total: float = 0.0
-    total_sq: float = 0.0
-    lo: float = np.inf
-    hi: float = -np.inf
-    samples: list[np.ndarray] = field(default_factory=list)
-    fine: np.ndarray | None = None
-    display: np.ndarray | None = None
-    buckets: np.ndarray | None = None  # display bins per time bucket (current side with time=)
-
-    def observe(self, v: np.ndarray, rng: np.random.Generator) -> None:
-        ok = v[np.isfinite(v)]
-        self.missing += len(v) - len(ok)
-        self.n += len(ok)
-        self.total += float(ok.sum())
-        self.total_sq += float(np.square(ok).sum())
-        if len(ok):
-            self.lo, self.hi = min(self.lo, float(ok.min())), max(self.hi, float(ok.max()))
-        take = min(len(ok), SAMPLE_PER_BATCH)
-        self.samples.append(rng.choice(ok, take, replace=False) if take < len(ok) else ok.copy())
-
-    def count(self, v: np.ndarray, grids: tuple[np.ndarray, np.ndarray], ids: np.ndarray | None,
-              n_buckets: int) -> None:
-        inner, disp = grids
-        finite = np.isfinite(v)
-        ok = v[finite]
-        fine = np.bincount(np.searchsorted(inner, ok, side="right"), minlength=len(inner) + 1)
-        bins = np.searchsorted(disp[1:-1], ok, side="right")
-        shown = np.bincount(bins, minlength=len(disp) - 1)
-        self.fine = fine if self.fine is None else self.fine + fine
-        self.display = shown if self.display is None else self.display + shown
-        if ids is not None:
-            per = sketches.bucket_table(ids[finite], bins, n_buckets, len(disp) - 1)
-            self.buckets = per if self.buckets is None else self.buckets + per
-
-    @property
-    def std(self) -> float:
-        mean = self.total / max(self.n, 1)
-        return float(np.sqrt(max(self.total_sq / max(self.n, 1) - mean * mean, 0.0)))
-
-
-def _numeric_values(arr: Any, kind: str) -> np.ndarray:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if kind == "datetime":
-        arr = pc.cast(pc.cast(arr, pa.timestamp("ms")), pa.int64())
-    return arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-
-
-def _category_codes(arr: Any, names: list[str], has_other: bool) -> np.ndarray:
-    """Each row's position in a categorical sketch's names (-1 for missing)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    enc = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
-    lut = sketches.category_index(enc.dictionary.to_pylist(), names, has_other)
-    return lut[enc.indices.fill_null(len(enc.dictionary)).to_numpy(zero_copy_only=False)]
-
-
-@dataclass
-class StreamSide:
-    """One side's streamed sketches; the current side may keep only a time window."""
-
-    dataset: Any
-    columns: dict[str, str]  # name -> kind
-    clock: StreamTime | None = None
-    nums: dict[str, NumericStream] = field(default_factory=dict)
-    counts: dict[str, Counter] = field(default_factory=dict)
-    missing: Counter = field(default_factory=Counter)
-    bucket_counts: dict[str, np.ndarray] = field(default_factory=dict)
-    bar: Progress | None = None  # counts the rows read
-
-    def batches(self, names: list[str]) -> Iterator[tuple[Any, np.ndarray | None]]:
-        """Record batches of ``names`` (windowed), with each row's time bucket when timed."""
-        read = names + ([self.clock.name] if self.clock and self.clock.name not in names else [])
-        for batch in self.dataset.to_batches(columns=read, batch_size=BATCH_ROWS):
-            if self.bar is not None:
-                self.bar.update(batch.num_rows)
-            yield (batch, None) if self.clock is None else self.clock.select(batch)
-
-    def first_pass(self, seed: int) -> None:
-        """Moments and samples of numeric columns; exact counts of categorical ones."""
-        rng = np.random.default_rng(seed)
-        self.nums = {c: NumericStream() for c, k in self.columns.items() if k in ("numeric", "datetime")}
-        self.counts = {c: Counter() for c in self.columns if c not in self.nums}
-        for batch, _ in self.batches(list(self.columns)):
-            for name in self.columns:
-                arr = batch.column(name)
-                if name in self.nums:
-                    self.nums[name].observe(_numeric_values(arr, self.columns[name]), rng)
-                    continue
-                self.missing[name] += arr.null_count
-                counts = arr.drop_null().value_counts().to_pylist()
-                self.counts[name].update({str(d["values"]): d["counts"] for d in counts})
-
-    def second_pass(self, grids: dict[str, tuple], sketched: dict[str, FeatureDrift]) -> None:
-        """Bin counts of numeric columns; per time bucket, categories of ``sketched`` too."""
-        n = self.clock.edges.size - 1 if self.clock else 0
-        cats = {name: r.sketch for name, r in sketched.items() if self.clock and r.sketch}
-        if not self.nums and not cats:
-            return
-        for batch, ids in self.batches(list(self.nums) + list(cats)):
-            for name, stream in self.nums.items():
-                stream.count(_numeric_values(batch.column(name), self.columns[name]), grids[name], ids, n)
-            for name, sk in cats.items():
-                has_other = len(sk["categories"]) > sketches.MAX_CATEGORIES  # "(other)" was added
-                codes = _category_codes(batch.column(name), sk["categories"], has_other)
-                per = sketches.bucket_table(ids, codes, n, len(sk["categories"]))
-                self.bucket_counts[name] = self.bucket_counts.get(name, 0) + per
 
 
 def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: list[str] | None,
@@ -171,9 +57,11 @@ def _columns(ref_ds: Any, cur_ds: Any, features: list[str] | None, categorical: 
     names = [n for n in features or [c for c in ref_cols if c in cur_cols] if n != time_name]
     for n in names:
         if n not in ref_cols or n not in cur_cols:
-            raise VizdebugError(f"feature {n!r} is missing from the {'reference' if n not in ref_cols else 'current'} Parquet data")
+            side, there = ("reference", ref_cols) if n not in ref_cols else ("current", cur_cols)
+            raise VizdebugError(f"feature {n!r} is missing from the {side} data; its columns are {list(there)[:20]}")
     if not names:
-        raise VizdebugError("the reference and current Parquet data share no column names")
+        raise VizdebugError(f"the reference and current data share no column names (reference: "
+                            f"{list(ref_cols)[:10]}, current: {list(cur_cols)[:10]}); rename columns so they match")
     overrides = dict(kinds or {}) | {c: "categorical" for c in categorical or []}
     for n, k in overrides.items():
         if k not in KINDS:
@@ -216,7 +104,10 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
                    categorical: list[str] | None = None, kinds: dict[str, str] | None = None,
                    clock: StreamTime | None = None, progress: bool | None = None,
                    ) -> tuple[list[FeatureDrift], list[str], list[str]]:
-    """Per-feature drift of two Parquet sources, never holding more than one batch.
+    """Per-feature drift of two streamed sources, never holding more than one batch here.
+
+    Either side may be a Parquet path, arrow or pandas data (read here in record batches),
+    or a Dask or Spark DataFrame (sketched per partition on its engine, :mod:`.engines`).
 
     ``clock`` (from :func:`.drift_time.stream_time` on the current side) keeps the current
     rows inside its window and counts them per time bucket; its column is not compared.
@@ -233,19 +124,21 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
     >>> res[0].test
     'ks (binned)'
     """
-    ref_ds, cur_ds = arrow_dataset(reference), arrow_dataset(current)
-    found, only_ref, only_cur = _columns(ref_ds, cur_ds, features, categorical, kinds, clock and clock.name)
+    ref_src, cur_src = source_for(reference, "reference"), source_for(current, "current")
+    found, only_ref, only_cur = _columns(ref_src, cur_src, features, categorical, kinds, clock and clock.name)
     cols = {n: k for n, k in found.items() if k is not None}
-    nested = {n: _nested(n, ref_ds) for n, k in found.items() if k is None}
-    rows = 2 * (ref_ds.count_rows() + cur_ds.count_rows())  # Parquet: from the metadata
-    with Progress("drift over Parquet", total=rows, unit="rows", progress=progress) as bar:
-        ref, cur = StreamSide(ref_ds, cols, bar=bar), StreamSide(cur_ds, cols, clock, bar=bar)
-        ref.first_pass(seed=0)
-        cur.first_pass(seed=1)
+    nested = {n: _nested(n, ref_src) for n, k in found.items() if k is None}
+    n_ref, n_cur = ref_src.rows(), cur_src.rows()  # Parquet: from the metadata
+    where = _engines(ref_src, cur_src)
+    with Progress(f"drift over {where}", total=2 * (n_ref + n_cur), unit="rows", progress=progress) as bar:
+        ref = StreamSide(None, cols, bar=bar, seed=0, below=sample_below(n_ref), batch_rows=BATCH_ROWS)
+        cur = StreamSide(None, cols, clock, bar=bar, seed=1, below=sample_below(n_cur), batch_rows=BATCH_ROWS)
+        ref_src.first_pass(ref)
+        cur_src.first_pass(cur)
         grids = {n: _grids(ref.nums[n], cur.nums[n]) for n in ref.nums}
         categorical_results = {n: _categorical_result(n, cols[n], ref, cur) for n in ref.counts}
-        ref.second_pass(grids, {})
-        cur.second_pass(grids, categorical_results)
+        ref_src.second_pass(ref, grids, {})
+        cur_src.second_pass(cur, grids, {n: r.sketch for n, r in categorical_results.items()})
     for name, per in cur.bucket_counts.items():
         categorical_results[name].sketch["bucket_counts"] = per.tolist()
     results = [
@@ -255,6 +148,12 @@ def stream_compare(reference: Any, current: Any, *, features: list[str] | None =
         for n in found
     ]
     return results, only_ref, only_cur
+
+
+def _engines(*sources: Any) -> str:
+    """What the progress line says is read: Parquet, or the engines of the sides."""
+    names = sorted({type(s).__name__.removesuffix("Source") for s in sources} - {"Local"})
+    return " and ".join(names) if names else "Parquet"
 
 
 def _grids(ref: NumericStream, cur: NumericStream) -> tuple[np.ndarray, np.ndarray]:
@@ -310,11 +209,15 @@ def _deciles(c1: np.ndarray, c2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([c1[g].sum() for g in groups]), np.array([c2[g].sum() for g in groups])
 
 
+def _by_count(counts: Counter) -> list[str]:
+    return sorted(counts, key=lambda k: (-counts[k], k))
+
+
 def _categorical_result(name: str, kind: str, ref: StreamSide, cur: StreamSide) -> FeatureDrift:
     from scipy import stats
 
     r, c = ref.counts[name], cur.counts[name]
-    cats = [k for k, _ in r.most_common()] + [k for k, _ in c.most_common() if k not in r]
+    cats = _by_count(r) + [k for k in _by_count(c) if k not in r]  # ties by name: any engine, one order
     rc = np.array([r.get(k, 0) for k in cats], dtype=np.int64)
     cc = np.array([c.get(k, 0) for k in cats], dtype=np.int64)
     n_r, n_c = int(rc.sum()), int(cc.sum())

@@ -157,39 +157,41 @@ class StreamTime:
         """Which time values the window keeps (None: all of them)."""
         return None if self.bounds is None else (t >= self.bounds[0]) & (t < self.bounds[1])
 
-    def select(self, batch: Any) -> tuple[Any, np.ndarray]:
-        """The rows of a record batch inside the window, and their time buckets."""
+    def select(self, batch: Any) -> tuple[Any, np.ndarray, np.ndarray | None]:
+        """The rows of a record batch inside the window, their time buckets, and which of
+        the batch's rows were kept (None: all of them)."""
         import pyarrow as pa
 
         t = self.values(batch)
         keep = self.inside(t)
         if keep is not None and not keep.all():
             batch, t = batch.filter(pa.array(keep)), t[keep]
-        return batch, sketches.bucket_ids(t, self.edges)
+        return batch, sketches.bucket_ids(t, self.edges), keep
 
 
-def stream_time(dataset: Any, time: Any, window: tuple[Any, Any] | None, n_buckets: int) -> StreamTime | None:
-    """Read only the time column of a streamed current side: the window's span, cut into buckets."""
+def stream_time(source: Any, time: Any, window: tuple[Any, Any] | None, n_buckets: int) -> StreamTime | None:
+    """Read only the time column of a streamed current side (a source of :mod:`.engines`):
+    the window's span, cut into buckets."""
     if time is None:
         return None
-    names = list(dataset.schema.names)
+    names = list(source.schema.names)
     if not isinstance(time, str):
         raise VizdebugError(
             f"time= must name a column when the current data is streamed from Parquet; got a "
             f"{type(time).__name__} of values: add them as a column, or load the data in memory")
     if time not in names:
         raise VizdebugError(f"time={time!r} is not a column of the current data; its columns are {names[:20]}")
-    is_dt = _arrow_time_is_datetime(dataset.schema.field(time).type, time)
+    is_dt = _arrow_time_is_datetime(source.schema.field(time).type, time)
     probe = StreamTime(time, is_dt, None if window is None else window_bounds(window, is_dt), np.zeros(2))
-    kept, seen = _spans(dataset, probe)
+    kept, seen = source.time_spans(probe)
     if kept[0] > kept[1] and window is not None:
         raise no_rows_error(window, *seen, is_dt)
     span = kept if kept[0] <= kept[1] else (0.0, 1.0)
     return StreamTime(time, is_dt, probe.bounds, sketches.bucket_edges(*span, n_buckets))
 
 
-def _spans(dataset: Any, probe: StreamTime) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The finite time span of the rows the window keeps, and of all rows."""
+def time_spans(dataset: Any, probe: StreamTime) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The finite time span of the rows of an arrow dataset the window keeps, and of all rows."""
     kept, seen = (np.inf, -np.inf), (np.inf, -np.inf)
     for batch in dataset.to_batches(columns=[probe.name]):
         t = probe.values(batch)
