@@ -260,3 +260,62 @@ def test_the_ranks_view_and_the_report_of_a_job(two_rank_files, tmp_path):
     assert "Step timing by rank" in page and "first non-finite value of the job" in page
     with pytest.raises(vd.VizdebugError, match="no rank logged '<b>'"):
         vd.show_ranks(job, metric="<b>")
+
+
+class _Handle:
+    """Stands in for the notebook's display handle: keeps what the view redraws."""
+
+    def __init__(self) -> None:
+        self.updates: list[str] = []
+
+    def update(self, bundle, raw=True) -> None:
+        self.updates.append(bundle["text/html"])
+
+
+def test_rank_zeros_live_view_follows_the_other_ranks_files(tmp_path, monkeypatch):
+    """Rank 0's session is still training when its view is shown; rank 1's file appears
+    and grows afterwards: the view redraws with both, and stops following once every
+    rank's run has closed."""
+    import threading
+    import time
+
+    import vizdebug.collect.session.core as core
+    import vizdebug.collect.session.feed as feed
+
+    def as_rank(rank: int) -> None:
+        monkeypatch.setattr(core, "distributed_rank", lambda: (rank, 2))
+        monkeypatch.setattr(feed, "distributed_rank", lambda: (rank, 2))
+
+    def train(session, model, steps: int) -> None:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for _ in range(steps):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            session.log(loss=loss)
+
+    path = tmp_path / "live.sqlite"
+    as_rank(0)
+    model0 = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    with vd.watch(model0, store=path) as rank0:
+        train(rank0, model0, 5)
+        view = vd.show_ranks(rank0)
+        assert "1 of 2 ranks" in view.to_html() and "no file yet for rank 1" in view.to_html()
+        assert view.running()
+        view._twin = handle = _Handle()
+        view.follow(interval=0.05)
+        as_rank(1)
+        model1 = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+        with vd.watch(model1, store=path) as rank1:
+            train(rank1, model1, 5)
+        train(rank0, model0, 3)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any("2 of 2 ranks" in u for u in handle.updates):
+        time.sleep(0.05)
+    assert any("2 of 2 ranks" in u and "rank 1" in u for u in handle.updates)
+    while time.monotonic() < deadline and any(
+            t.name == "vizdebug-ranks-follow" for t in threading.enumerate()):
+        time.sleep(0.05)
+    assert not view.running() and len(view.ranks) == 2
+    assert not any(t.name == "vizdebug-ranks-follow" for t in threading.enumerate())

@@ -9,6 +9,9 @@ renderer, :mod:`vizdebug.views._figure_svg`); ``vd.report`` of a job includes it
 from __future__ import annotations
 
 import math
+import threading
+import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -21,6 +24,8 @@ from ._compare_figure import band_traces, colour
 from ._figure_svg import figure_svg
 
 MAX_RANK_LINES = 16  # ranks drawn one line each (the band covers them all)
+FOLLOW_INTERVAL = 2.0  # seconds between two reads of a running job's files
+FOLLOW_QUIET = 60.0    # seconds with every file closed (or unchanged) before it stops
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
@@ -107,6 +112,27 @@ class RanksView(View):
                 self.metric = default_metric(self.ranks)
         return self
 
+    def running(self) -> bool:
+        """Whether a rank of the job is still written (or has no file yet)."""
+        job = self.source
+        if job is None:
+            return False
+        return bool(job.missing_ranks) or any(not run.closed for run in job.ranks.values())
+
+    def _show(self) -> None:
+        super()._show()
+        if self.running():  # rank 0's notebook: the picture follows every rank's file
+            self.follow()
+
+    def follow(self, interval: float = FOLLOW_INTERVAL) -> RanksView:
+        """Read the ranks' files again every ``interval`` seconds and redraw the displayed
+        view, from a daemon thread, until every rank's run has closed (or nothing changed
+        for :data:`FOLLOW_QUIET` seconds)."""
+        ref = weakref.ref(self)
+        threading.Thread(target=_follow, args=(ref, interval), daemon=True,
+                         name="vizdebug-ranks-follow").start()
+        return self
+
     @property
     def findings(self) -> Findings:
         """What only the job as a whole shows (straggler, first non-finite, drift)."""
@@ -137,6 +163,28 @@ class RanksView(View):
     def __repr__(self) -> str:
         return (f"<RanksView {len(self.ranks)} of {self.world_size} ranks, metric "
                 f"{self.metric!r}, {len(self.findings)} findings>")
+
+
+def _follow(ref: weakref.ref, interval: float) -> None:
+    """The loop of :meth:`RanksView.follow` (holds the view weakly between reads)."""
+    last, quiet_since = None, time.monotonic()
+    while True:
+        time.sleep(interval)
+        view = ref()
+        if view is None:
+            return
+        try:
+            versions = [run.version for run in view.source.ranks.values()]
+            if versions != last:
+                last, quiet_since = versions, time.monotonic()
+                view.refresh()
+                view.update_twin(force=True)
+            done = not view.running() or time.monotonic() - quiet_since > FOLLOW_QUIET
+        except Exception:  # a view that cannot read on stops following, never raises
+            return
+        del view
+        if done:
+            return
 
 
 def _checked_metric(ranks: list[RankData], metric: str | None) -> str | None:
