@@ -274,6 +274,21 @@ def test_check_reads_a_watched_sessions_rate():
         assert LRFinderView(curve).check(session).codes == ["lr-too-high"]
 
 
+def test_a_watching_session_does_not_count_the_tests_steps():
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loader = _loader()
+    with vd.watch(model, loader=loader, every=1, on_anomaly="ignore") as session:
+        _train(model, loader, opt, 3)
+        steps, batches = session.hooks.step, session.tap.batches
+        vd.lr_find(model, loader, nn.CrossEntropyLoss(), opt, num_steps=20)
+        assert (session.hooks.step, session.tap.batches) == (steps, batches)
+        _train(model, loader, opt, 2)
+        assert session.hooks.step == steps + 2  # and it counts the user's steps again
+    assert "lr-too-high" not in session.findings().codes
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model, optimizer, lr, codes", [
     ("cnn", "adam", 1e-3, []), ("mlp", "sgd", 0.05, []), ("mlp", "adam", 1e-3, []),

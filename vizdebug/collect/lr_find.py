@@ -12,6 +12,7 @@ scheduler's optimizer, a group dict) stay valid. The curve is read by
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -176,9 +177,31 @@ def run_range_test(model: Any, loader: Any, loss_fn: Any, optimizer: Any, *, sta
     if optimizer is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=start_lr)
     snapshot = Snapshot(model, optimizer, loader)
-    lrs, losses, stopped = lr_schedule(start_lr, end_lr, num_steps), [], "end"
+    lrs, losses = lr_schedule(start_lr, end_lr, num_steps), []
     smoother = Smoother(factor=diverge_factor)
     batches = _batches(loader)
+    with _unwatched(model):
+        stopped = _loop(model, optimizer, loss_fn, batches, lrs, losses, smoother, snapshot,
+                        batch_fn, forward, device)
+    return RangeTest(lrs[:len(losses)], np.asarray(losses, dtype=float), stopped,
+                     type(optimizer).__name__)
+
+
+def _unwatched(model: Any) -> Any:
+    """A watching Session's ``paused()`` (its hooks off: the test's steps are not the
+    user's training), or nothing when the model is not watched."""
+    from .session.watch import _SESSIONS
+
+    session = _SESSIONS.get(model)
+    if session is None or session.closed:
+        return contextlib.nullcontext()
+    return session.paused()
+
+
+def _loop(model: Any, optimizer: Any, loss_fn: Any, batches: Any, lrs: np.ndarray,
+          losses: list[float], smoother: Smoother, snapshot: Snapshot, batch_fn: Any,
+          forward: Any, device: Any) -> str:
+    stopped = "end"
     try:
         if not model.training:
             model.train()  # the test trains; each module's mode is put back after
@@ -201,8 +224,7 @@ def run_range_test(model: Any, loader: Any, loss_fn: Any, optimizer: Any, *, sta
     finally:
         batches.close()  # a DataLoader's workers end with its iterator
         snapshot.restore()
-    return RangeTest(lrs[:len(losses)], np.asarray(losses, dtype=float), stopped,
-                     type(optimizer).__name__)
+    return stopped
 
 
 def _step(optimizer: Any, model: Any, batch: Any, loss_fn: Any, batch_fn: Any, forward: Any,
