@@ -158,7 +158,7 @@ def duplicate_count(x: np.ndarray) -> int:
     return int(len(x) - len(np.unique(rows)))
 
 
-FAST_ROWS = 100_000  # past this, the one-pass versions in .rowstats (same answers)
+FAST_ROWS = 20_000  # past this, the one-pass versions in .rowstats (same answers)
 
 
 def choose_method(method: str, n: int) -> str:

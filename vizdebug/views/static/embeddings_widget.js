@@ -10,6 +10,9 @@ const VD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c5
 const VD_NONE = "#bbbbbb";
 const VD_LOSS_BINS = 32;
 const VD_STRIP_MAX = 48;
+const VD_MOVING_AT = 40000;  // more points than this: a fixed sample is drawn while the view moves
+const VD_MOVING_POINTS = 25000;  // software WebGL on 2 cores: ~4 frames/s at 100k, 1 per 1-2 s at 1M
+const VD_STILL_MS = 200;  // no camera change for this long: the view is still, draw every point
 
 function vdArray(value, Kind) {
   if (!value || !value.byteLength) return null;
@@ -23,11 +26,22 @@ function vdLossRamp(t) {  // blue (low) to red (high) through pale yellow
   return "#" + p.map((v, i) => Math.round(v + (q[i] - v) * s).toString(16).padStart(2, "0")).join("");
 }
 
+// Class codes arrive as 1, 2 or 4 bytes each (the widest value of the narrow kinds: none).
+function vdCodes(model, key) {
+  const width = model.get("code_width") || 4;
+  const Kind = width === 1 ? Uint8Array : width === 2 ? Uint16Array : Int32Array;
+  const raw = vdArray(model.get(key), Kind);
+  if (!raw || width === 4) return raw;
+  const none = width === 1 ? 255 : 65535, out = new Int32Array(raw.length);
+  for (let i = 0; i < raw.length; i++) out[i] = raw[i] === none ? -1 : raw[i];
+  return out;
+}
+
 function vdData(model) {
   return {
     x: vdArray(model.get("x"), Float32Array), y: vdArray(model.get("y"), Float32Array),
-    rows: vdArray(model.get("rows"), Int32Array), labels: vdArray(model.get("labels"), Int32Array),
-    preds: vdArray(model.get("predictions"), Int32Array),
+    rows: vdArray(model.get("rows"), Int32Array), labels: vdCodes(model, "labels"),
+    preds: vdCodes(model, "predictions"),
     losses: vdArray(model.get("losses"), Float32Array), names: model.get("class_names"),
   };
 }
@@ -80,10 +94,12 @@ function vdControls(model, d) {
   const box = vdEl("button", "vd-emb-box", "box select");
   box.title = lasso.title = "or shift-drag in the plot (a box unless the lasso is on)";
   const clear = vdEl("button", "vd-emb-clear", "clear selection");
+  const reset = vdEl("button", "vd-emb-reset", "reset view");
+  reset.title = "fit every point in the view again (or double-click with the lasso off)";
   const suspects = vdEl("button", "vd-emb-suspects");
   const status = vdEl("span", "vd-emb-status");
-  bar.append(vdEl("span", "", "colour by "), pick, box, lasso, clear, suspects, status);
-  return { bar, pick, lasso, box, clear, suspects, status };
+  bar.append(vdEl("span", "", "colour by "), pick, box, lasso, clear, reset, suspects, status);
+  return { bar, pick, lasso, box, clear, reset, suspects, status };
 }
 
 function vdTooltipText(d, i) {
@@ -127,7 +143,8 @@ function vdStatus(model, status, t0) {
   const err = model.get("error");
   const secs = ((Date.now() - t0) / 1000).toFixed(0);  // the browser's clock: kernels may be remote
   status.classList.toggle("vd-emb-busy", busy);
-  status.textContent = ` ${model.get("layout_name")}` +
+  const how = model.get("layout_how");
+  status.textContent = ` ${model.get("layout_name")}${how ? ` (${how})` : ""}` +
     (busy ? ` \u00b7 ${model.get("stage") || "working"}\u2026 ${secs} s` : "") + (err ? ` \u00b7 ${err}` : "");
 }
 
@@ -161,25 +178,106 @@ function vdLegend(legend, d, by) {
   if (present.length > 30) legend.append(vdEl("span", "vd-note", `+${present.length - 30} more classes`));
 }
 
+// Chromium keeps 16 WebGL contexts a page and silently drops the oldest. The first
+// VD_OWN_CONTEXTS views each have their own (a shared one costs about half the frame rate
+// in software WebGL); later ones draw through one shared renderer, owned by a hidden host
+// plot so that no view's destroy takes it away. A lost context marks its views, which
+// redraw on a click.
+const VD_OWN_CONTEXTS = 8;
+
+function vdShared() {
+  const g = globalThis;
+  if (!g.__vdScatter || g.__vdScatter.lost) {
+    const host = vdReglScatterplot.createScatterplot({ canvas: document.createElement("canvas"), width: 1, height: 1 });
+    const shared = { host, renderer: host.get("renderer"), lost: false };
+    shared.renderer.canvas.addEventListener("webglcontextlost", () => { shared.lost = true; });
+    g.__vdScatter = shared;
+  }
+  return g.__vdScatter;
+}
+
 function vdCreatePlot(canvas, n) {
-  return vdReglScatterplot.createScatterplot({
+  const own = (globalThis.__vdScatterOwn = globalThis.__vdScatterOwn || new Set());
+  const options = {
     canvas, width: "auto", height: "auto", pointSize: n > 50000 ? 2 : n > 5000 ? 3 : n > 500 ? 5 : 7,
     opacity: n > 20000 ? 0.7 : 0.9, backgroundColor: "#ffffff", lassoColor: "#333333",
     pointColorHover: "#000000", pointColorActive: "#000000", showReticle: false,
-  });
+  };
+  if (own.size >= VD_OWN_CONTEXTS) options.renderer = vdShared().renderer;
+  const plot = vdReglScatterplot.createScatterplot(options);
+  if (!options.renderer) {
+    own.add(plot);
+    plot.subscribe("destroy", () => own.delete(plot));
+  }
+  return plot;
 }
 
-// Without WebGL the static twin (hidden when the widget rendered) is the picture.
-function vdNoWebGL(model, el, ui, err) {
-  ui.status.textContent = ` cannot draw here: WebGL is not available (${err.message}); showing the static picture`;
-  ui.stage.style.display = "none";
-  vdShowFallback(model, el);
+// regl-scatterplot refuses a draw while one runs (a rejected promise, logged as uncaught):
+// one draw at a time, and of those asked for meanwhile only the newest.
+function vdDrawQueue() {
+  let running = false, next = null;
+  const run = (job) => {
+    running = true;
+    Promise.resolve().then(job).catch((err) => console.debug("vizdebug: draw skipped", err))
+      .finally(() => { running = false; if (next) { const j = next; next = null; run(j); } });
+  };
+  return (job) => { if (running) next = job; else run(job); };
+}
+
+// Past VD_MOVING_AT points a software-rendered frame takes a second: while the camera
+// moves, a fixed sample is drawn (regl-scatterplot's filter), and every point once it stops.
+function vdMovingSample(n) {
+  const step = n / VD_MOVING_POINTS, out = new Array(VD_MOVING_POINTS);
+  for (let k = 0; k < VD_MOVING_POINTS; k++) out[k] = Math.floor(k * step);
+  return out;
+}
+
+function vdMotion(s, queue, kept) {
+  let timer = null, sample = null;
+  s.moving = false;
+  const still = () => {
+    timer = null;
+    s.moving = false;
+    queue(() => s.plot.unfilter({ preventEvent: true })  // the filter dropped the rest of it
+      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true })));
+  };
+  return () => {
+    if (!s.plot || s.d.x.length <= VD_MOVING_AT || s.transition) return;
+    if (!s.moving) {
+      s.moving = true;
+      sample = sample || vdMovingSample(s.d.x.length);
+      queue(() => s.plot.filter(sample, { preventEvent: true }));
+    }
+    clearTimeout(timer);
+    timer = setTimeout(still, VD_STILL_MS);
+  };
+}
+
+// Camera changes while the user's pointer or wheel acts are theirs: the view is no longer
+// the fitted one, and a resize leaves it alone.
+function vdTouch(stage, s) {
+  let wheel = null;
+  stage.addEventListener("pointerdown", () => { s.touching = true; });
+  window.addEventListener("pointerup", () => { s.touching = false; });
+  stage.addEventListener("wheel", () => {
+    s.touching = true;
+    clearTimeout(wheel);
+    wheel = setTimeout(() => { s.touching = false; }, 300);
+  }, { passive: true });
+}
+
+function vdLostNote(ui, redraw) {
+  const note = vdEl("button", "vd-emb-lost", "this view lost its WebGL context: click to redraw");
+  note.addEventListener("click", () => { note.remove(); redraw(); });
+  ui.stage.append(note);
 }
 
 function render({ model, el }) {
-  const s = { d: vdData(model), plot: null, mouse: [0, 0], pending: false };
+  const s = { d: vdData(model), plot: null, mouse: [0, 0], pending: false, fitted: true };
   const ui = vdBuild(el, model, s.d);
   const t0 = Date.now();
+  const queue = vdDrawQueue();
+  const draw = (opts) => queue(() => s.plot && s.plot.draw(points()[0], { preventFilterReset: true, zDataType: "categorical", ...opts }));
   const points = () => {
     const enc = vdEncoding(s.d, model.get("color_by"));
     return [{ x: s.d.x, y: s.d.y, valueA: enc.codes }, enc.colours];
@@ -188,9 +286,8 @@ function render({ model, el }) {
     ui.pick.value = model.get("color_by");
     vdLegend(ui.legend, s.d, model.get("color_by"));
     if (!s.plot) return;
-    const [pts, colours] = points();
-    s.plot.set({ pointColor: colours, colorBy: "valueA" });
-    s.plot.draw(pts, { preventFilterReset: true, zDataType: "categorical" });
+    s.plot.set({ pointColor: points()[1], colorBy: "valueA" });
+    draw({});
   };
   const relayout = () => {  // x and y change together: one animated draw per frame
     if (s.pending) return;
@@ -198,14 +295,18 @@ function render({ model, el }) {
     requestAnimationFrame(() => {
       s.pending = false;
       s.d = vdData(model);
-      if (s.plot) s.plot.draw(points()[0], { transition: true, transitionDuration: 750, preventFilterReset: true, zDataType: "categorical" });
+      s.transition = true;
+      draw({ transition: true, transitionDuration: 750 });
+      queue(() => { s.transition = false; });
     });
   };
   const select = (sel) => {
+    if (s.moving) return;  // the moving sample's filter, not the user
     model.set("selected", sel);
     model.save_changes();
     vdStrip(ui.strip, s.d, model.get("thumbs"), sel);
   };
+  const fit = () => { if (s.plot) { s.fitted = true; s.plot.zoomToArea({ x: -1, y: -1, width: 2, height: 2 }, { transition: false }); } };
   const start = (tries) => {
     if (!el.isConnected || ui.stage.clientWidth === 0) {
       if (tries < 200) setTimeout(() => start(tries + 1), 50);
@@ -214,16 +315,39 @@ function render({ model, el }) {
     try { s.plot = vdCreatePlot(ui.canvas, s.d.x.length); } catch (err) { vdNoWebGL(model, el, ui, err); return; }
     s.plot.set({ lassoType: "rectangle" });  // shift-drag draws a box
     el.__vdPlot = s.plot;  // for tests and debugging in the console
+    el.__vdState = s;
     s.plot.subscribe("pointOver", (i) => vdShowTip(ui.tip, s.d, model.get("thumbs"), i, s.mouse));
     s.plot.subscribe("pointOut", () => { ui.tip.style.display = "none"; });
     s.plot.subscribe("select", ({ points: sel }) => select(Array.from(sel)));
     s.plot.subscribe("deselect", () => select([]));
+    const moved = vdMotion(s, queue, () => model.get("selected"));
+    s.plot.subscribe("view", () => { moved(); if (s.touching) s.fitted = false; });
+    s.plot.get("renderer").canvas.addEventListener("webglcontextlost", s.lost);
     recolour();
+    queue(fit);
   };
+  s.lost = (e) => vdLostNote(ui, () => {  // a fresh canvas and plot on a fresh context
+    e.target.removeEventListener("webglcontextlost", s.lost);
+    if (s.plot) s.plot.destroy();
+    s.plot = null;
+    const canvas = vdEl("canvas", "vd-emb-canvas");
+    ui.canvas.replaceWith(canvas);
+    ui.canvas = canvas;
+    start(0);
+  });
+  // the stage shrinks or grows with the page: refit, unless the user zoomed in
+  s.resize = new ResizeObserver(() => { if (s.plot && s.fitted) requestAnimationFrame(fit); });
+  s.resize.observe(ui.stage);
+  vdTouch(ui.stage, s);
+  ui.reset.addEventListener("click", fit);
   vdWire(model, el, ui, s, { recolour, relayout, t0 });
   recolour();
   start(0);
-  return () => { clearInterval(s.timer); if (s.plot) s.plot.destroy(); };
+  return () => {
+    clearInterval(s.timer);
+    s.resize.disconnect();
+    if (s.plot) s.plot.destroy();
+  };
 }
 
 // Box and lasso: a button makes a plain drag select with that shape; off again, a plain
