@@ -6,6 +6,7 @@ in JupyterLab: hover, legend, zoom, and what a refresh costs.)"""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -142,3 +143,41 @@ def test_legend_choices_zoom_and_log_scale():
     assert out["log"] is True
     assert out["hover"]["text"].endswith("step 100: " + out["hover"]["text"].split(": ")[-1])
     assert "step 100" in out["hover"]["text"]
+
+
+def test_the_kernels_zoom_answer_is_drawn_in_over_the_pages_points():
+    """The zoom protocol end to end below the browser: the kernel's answer to a drag
+    (views/_dashboard_zoom.answer_zoom, bucketed with its min-max band) merged into the
+    live curves panel by the widget's vdMergeZoomed, smoothed and drawn."""
+    from vizdebug.views._dashboard_zoom import answer_zoom
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    session = vd.watch(model, every=10)
+    session.system.stop()
+    for step in range(600):
+        session.log(loss=float(np.sin(step / 7.0) + 2.0))
+    panel = _live(dashboard_panels(session.records(), np.empty((0, 4))))["curves"]
+    answer = answer_zoom(session, {"kind": "zoom", "panel": "curves", "lo": 100, "hi": 400,
+                                   "points": 40})
+    session.close()
+    loss = next(s for s in answer["series"] if s["label"] == "loss")
+    assert not loss["exact"] and len(loss["x"]) <= 60  # buckets, with their band
+    out = run_js("""
+      const merged = vdMergeZoomed(input.panel, input.answer);
+      const view = vdCurvesView(merged, 0.6, false);
+      return { data: merged.data, smooth: view.data.filter((t) => t.meta && t.meta.smooth),
+               svg: vdPanelSvg(view, 800, { zoom: [100, 400], legend: new Map() }).svg,
+               stale: vdMergeZoomed(input.panel, { lo: 0, hi: 1, series: [] }).data.length };
+    """, {"panel": panel, "answer": answer})
+    band, raw = out["data"][0], next(t for t in out["data"] if t.get("meta", {}).get("raw"))
+    assert band["fill"] == "toself" and band["hoverinfo"] == "skip"
+    assert len(band["x"]) == 2 * len(loss["x"])  # the highs out, the lows back
+    inside = [x for x in raw["x"] if 100 <= x <= 400]
+    assert inside == loss["x"]  # the kernel's points inside the range
+    page = next(t for t in panel["data"] if t.get("meta", {}).get("raw"))
+    assert [x for x in raw["x"] if x < 100] == [x for x in page["x"] if x < 100]
+    assert [x for x in raw["x"] if x > 400] == [x for x in page["x"] if x > 400]
+    assert len(out["smooth"][0]["y"]) == len(raw["y"])  # each smoothed curve follows its own
+    assert re.search(r'Z" fill="#[0-9a-f]{6}" stroke="none"', out["svg"])
+    assert out["stale"] == len(panel["data"])  # an answer naming nothing changes nothing

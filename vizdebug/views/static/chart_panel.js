@@ -181,6 +181,10 @@ function vdLines(f, parts) {
     const colour = vdColour(t.line?.color || t.marker?.color, "#444");
     const mode = t.mode || "lines", log = f.log && (t.yaxis || "y") === "y";
     parts.push(`<g opacity="${t.opacity ?? 1}">`);
+    if (t.fill === "toself") {  // a band: the outline filled, no line
+      parts.push(`<path d="${vdLinePath(t.x, t.y, f.sx, sy, log)}Z" fill="${colour}" stroke="none"/></g>`);
+      continue;
+    }
     if (mode.includes("lines")) {
       const dash = t.line?.dash === "dot" ? ' stroke-dasharray="3,3"' : "";
       parts.push(`<path d="${vdLinePath(t.x, t.y, f.sx, sy, log)}" fill="none" stroke="${colour}" ` +

@@ -45,12 +45,67 @@ function vdHoverCell(f, px, py) {
   return { x: px, y: f.sy(row), text: `${vdPlain(name)} · ${vdPlain(t.name)}: ${vdFormat(v, ".0%")}${why}` };
 }
 
-// A chart in `div`: draw(fig) as often as wanted.
-function vdChart(div) {
+// A file to the user's downloads.
+function vdSave(blob, name) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+// What the chart shows now as a file: the SVG as drawn, or that SVG painted on a canvas
+// at twice its size, on white, as a PNG.
+function vdExport(host, name, kind) {
+  const svg = host.querySelector("svg.vd-chart-svg");
+  if (!svg) return;
+  const blob = new Blob([new XMLSerializer().serializeToString(svg)], { type: "image/svg+xml" });
+  if (kind === "svg") { vdSave(blob, `${name}.svg`); return; }
+  const w = svg.width.baseVal.value, h = svg.height.baseVal.value;
+  const img = new Image(), url = URL.createObjectURL(blob);
+  img.onload = () => {
+    const canvas = document.createElement("canvas");
+    [canvas.width, canvas.height] = [2 * w, 2 * h];
+    const ctx = canvas.getContext("2d");
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(img, 0, 0, 2 * w, 2 * h);
+    URL.revokeObjectURL(url);
+    canvas.toBlob((png) => { if (png) vdSave(png, `${name}.png`); }, "image/png");
+  };
+  img.src = url;
+}
+
+// The chart's two small export buttons, at its bottom right.
+function vdExportBar(host, name) {
+  const bar = document.createElement("div");
+  bar.className = "vd-export";
+  bar.style.cssText = "position:absolute;right:2px;bottom:2px;display:flex;gap:2px;opacity:0.6;z-index:1";
+  for (const kind of ["svg", "png"]) {
+    const button = document.createElement("button");
+    Object.assign(button, { type: "button", textContent: kind.toUpperCase(),
+      className: `vd-export-${kind}`, title: `Save this chart as ${kind.toUpperCase()}` });
+    button.style.cssText = `font:10px ${VD_FONT};padding:0 4px;border:1px solid #bbb;` +
+      "border-radius:3px;background:#fff;color:#333;cursor:pointer";
+    button.addEventListener("mousedown", (event) => event.stopPropagation());
+    button.addEventListener("click", (event) => { event.stopPropagation(); vdExport(host, name, kind); });
+    bar.appendChild(button);
+  }
+  return bar;
+}
+
+// A chart in `div`: draw(fig) as often as wanted. `options.onZoom(range, pixels)` hears of
+// each drag-zoom ([lo, hi] in x, and the plot's width in pixels) and of each reset (null):
+// the dashboard asks the kernel for the points of that range; the chart has already
+// zoomed the data it holds, which is all a page without a kernel gets.
+function vdChart(div, options = {}) {
   let fig = null, frame = null, drag = null, width = div.clientWidth || 600;
   const state = { zoom: null, legend: new Map() };
   div.innerHTML = `<div class="vd-chart" style="position:relative"></div>`;
   const host = div.firstChild;
+  const bar = vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`);
   const tip = document.createElement("div");
   tip.className = "vd-tip";
   tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;" +
@@ -62,6 +117,7 @@ function vdChart(div) {
     frame = out.frame;
     host.innerHTML = out.svg;
     host.appendChild(tip);
+    host.appendChild(bar);
     div.style.height = `${out.height}px`;
     div.data = fig.data; // as on a plotly div: what is drawn, for tests and the console
     div.layout = fig.layout;
@@ -121,10 +177,16 @@ function vdChart(div) {
     const b = frame.xOf(Math.min(frame.right, Math.max(from, to)));
     if (b > a) state.zoom = [a, b];
     draw();
+    if (b > a && options.onZoom) options.onZoom([a, b], frame.right - frame.left);
   };
   host.addEventListener("mouseup", endDrag);
   host.addEventListener("mouseleave", (event) => { tip.style.display = "none"; endDrag(event); });
-  host.addEventListener("dblclick", () => { state.zoom = null; draw(); });
+  host.addEventListener("dblclick", () => {
+    const was = state.zoom;
+    state.zoom = null;
+    draw();
+    if (was && options.onZoom) options.onZoom(null, frame ? frame.right - frame.left : 0);
+  });
   // Redrawn at the div's new width, once a frame at most (the height is the chart's own,
   // set on the div: a container's resize can never collapse it).
   let pending = 0;
@@ -139,6 +201,7 @@ function vdChart(div) {
   if (resized) resized.observe(div);
   return {
     draw(next) { fig = next; draw(); },
+    zoom() { return state.zoom; },
     purge() { if (resized) resized.disconnect(); host.innerHTML = ""; fig = null; },
   };
 }

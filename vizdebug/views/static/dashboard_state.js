@@ -74,6 +74,38 @@ function vdCurvesView(panel, smoothing, logScale) {
   return { data, layout };
 }
 
+// The curves panel with the kernel's answer to a zoom (views/_dashboard_zoom.py: the
+// "zoomed" message) drawn in: each metric's points inside [lo, hi] are the answer's (the
+// real points, or one per bucket of steps with the bucket's lowest and highest value as a
+// band under the line), its points outside stay the page's. A metric the answer does not
+// name keeps the page's points.
+function vdMergeZoomed(panel, zoomed) {
+  const byName = new Map((zoomed.series || []).map((s) => [s.label ?? s.name, s]));
+  const bands = [];
+  const data = panel.data.map((trace) => {
+    const s = trace.meta && trace.meta.raw ? byName.get(trace.name) : null;
+    if (!s) return trace;
+    const x = [], y = [];
+    const keep = (from) => (trace.x || []).forEach((v, i) => {
+      if (from(v)) { x.push(v); y.push(trace.y[i]); }
+    });
+    keep((v) => v < zoomed.lo);
+    s.x.forEach((v, i) => { x.push(v); y.push(s.y[i]); });
+    keep((v) => v > zoomed.hi);
+    if (!s.exact && s.ymin && s.ymax) {
+      const at = s.x.map((_, i) => i).filter((i) => s.ymin[i] !== null && s.ymax[i] !== null);
+      bands.push({ type: "scatter", mode: "lines", fill: "toself", hoverinfo: "skip",
+        name: trace.name, legendgroup: trace.legendgroup, showlegend: false,
+        yaxis: trace.yaxis, xaxis: trace.xaxis, opacity: 0.2,
+        line: { color: (trace.line || {}).color, width: 0 },
+        x: at.map((i) => s.x[i]).concat(at.map((i) => s.x[i]).reverse()),
+        y: at.map((i) => s.ymax[i]).concat(at.map((i) => s.ymin[i]).reverse()) });
+    }
+    return Object.assign({}, trace, { x, y, mode: s.x.length < 40 ? "lines+markers" : trace.mode });
+  });
+  return { data: bands.concat(data), layout: panel.layout };
+}
+
 // A name as the kernel writes it into plotly text (vizdebug.views._dashboard_curves.label).
 function vdLabel(text) {
   const map = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
@@ -120,4 +152,4 @@ function vdHighlight(name, panel, target) {
 }
 
 const vdDashState = { vdPatchArray, vdApplyPanelDelta, vdCurrentPanels, vdEma, vdCurvesView,
-  vdHighlight };
+  vdHighlight, vdMergeZoomed };

@@ -63,16 +63,54 @@ function showBadge(ui, badge) {
 // the learning curves follow the refreshes (the kernel sends ~2-3 a second).
 const VD_GAP_MS = { curves: 250, timing: 1000, grads: 1000, health: 1000, system: 1000 };
 
+// The zoom of the learning curves, asked of the kernel (the protocol is in
+// views/_dashboard_zoom.py): a drag sends {kind: "zoom", panel, lo, hi, points}, a
+// double-click {kind: "zoom", panel, reset: true}; the answer ("zoomed", for the range
+// asked last) is drawn in over the page's points. Until it comes (or if it never does:
+// the kernel busy or gone) the chart shows the page's own points of that range.
+function zoomer(model, redraw, div) {
+  let want = null, got = null;
+  const ask = (range, pixels) => {
+    got = null;
+    delete div.dataset.zoomed;
+    if (!range) {
+      want = null;
+      model.send({ kind: "zoom", panel: "curves", reset: true });
+      return;
+    }
+    want = { lo: Math.max(0, Math.floor(range[0])), hi: Math.max(0, Math.ceil(range[1])) };
+    model.send({ kind: "zoom", panel: "curves", lo: want.lo, hi: want.hi,
+      points: Math.max(16, Math.round(pixels)) });
+  };
+  const heard = (msg) => {
+    if (!msg || msg.kind !== "zoomed" || msg.panel !== "curves" || !want || msg.error) return;
+    if (msg.lo !== want.lo || msg.hi !== want.hi) return;  // an answer to an older zoom
+    got = msg;
+    div.dataset.zoomed = `${msg.lo}-${msg.hi}`;  // the kernel's points are drawn (for tests)
+    redraw();
+  };
+  model.on("msg:custom", heard);
+  return {
+    ask,
+    apply: (panel) => (got ? vdMergeZoomed(panel, got) : panel),
+    stop: () => model.off("msg:custom", heard),
+  };
+}
+
 // Redraws the panels marked dirty, one per task.
-function painter(ui) {
+function painter(ui, zoom) {
   const dirty = new Set(Object.keys(ui.panels));
   const drawnAt = new Map(), charts = new Map();
   let panels = null, rev = 0, timer = 0, due = Infinity, target = null;
   const draw = (name) => timed(`panel:${name}`, rev, () => {
     let fig = panels[name];
-    if (name === "curves") fig = vdCurvesView(fig, parseFloat(ui.smooth.value), ui.log.checked);
+    if (name === "curves") {
+      fig = vdCurvesView(zoom.apply(fig), parseFloat(ui.smooth.value), ui.log.checked);
+    }
     fig = vdHighlight(name, fig, target);
-    if (!charts.has(name)) charts.set(name, vdChart(ui.panels[name]));
+    if (!charts.has(name)) {
+      charts.set(name, vdChart(ui.panels[name], name === "curves" ? { onZoom: zoom.ask } : {}));
+    }
     charts.get(name).draw(fig);
     drawnAt.set(name, performance.now());
   });
@@ -144,7 +182,9 @@ function showEvidence(event, ui, paint) {
 
 function render({ model, el }) {
   const ui = controls(el);
-  const paint = painter(ui);
+  let paint = null;
+  const zoom = zoomer(model, () => paint.drawNow("curves"), ui.panels.curves);
+  paint = painter(ui, zoom);
   const onDelta = () => {
     const delta = model.get("delta") || {};
     const state = timed("delta", delta.rev, () => vdCurrentPanels(model.get("snapshot"), delta));
@@ -171,6 +211,7 @@ function render({ model, el }) {
     model.off("change:delta", onDelta);
     model.off("change:revision", onText);
     model.off("change:status", onText);
+    zoom.stop();
     paint.stop();
   };
 }
