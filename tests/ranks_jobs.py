@@ -2,7 +2,9 @@
 rank (``torch.multiprocessing`` spawn), DDP on a tiny model with a BatchNorm, each rank
 watched with a store. ``fault`` plants problems (comma-separated): ``slow`` (rank 1 sleeps before each
 forward), ``nan`` (rank 1's loss is NaN at step 5), ``drift`` (each rank's data has its own
-mean and DDP does not broadcast buffers: the BatchNorm running statistics part)."""
+mean and DDP does not broadcast buffers: the BatchNorm running statistics part),
+``ignored`` (DDP is told to ignore the last layer's weight, as for a parameter synchronised
+by hand, and nothing synchronises it: each rank steps it with its own gradient)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ def _rank(rank: int, world: int, port: int, store: str, fault: str, steps: int) 
     try:
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1))
+        if "ignored" in faults:
+            nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+                model, ["3.weight"])
         ddp = nn.parallel.DistributedDataParallel(model, forward_sync_buffers="drift" not in faults)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
         g = torch.Generator().manual_seed(100 + rank)

@@ -74,3 +74,15 @@ def test_the_merged_view_and_report_of_a_real_job(jobs, tmp_path):
     assert "2 of 2 ranks" in html and "straggler" in html and "<svg" in html
     page = vd.report(job, tmp_path / "job.html").read_text()
     assert "rank-straggler" in page or "holds the other ranks up" in page
+
+
+def test_a_parameter_ddp_does_not_synchronise_drifts_and_is_named(jobs):
+    """DDP ignores the last layer's weight (``_ddp_params_and_buffers_to_ignore``) and
+    nothing else synchronises it: from the first step each rank's copy is its own."""
+    job = _job(jobs, "ignored", 2, "ignored", steps=24)
+    found = {f.code: f for f in job.findings()}
+    drift = found["replica-drift"]
+    assert drift.where == "3.weight" and drift.evidence["ranks"] == [1]
+    assert drift.evidence["first_step"] == 1  # identical at step 0, apart after one step
+    assert "_ddp_params_and_buffers_to_ignore" in drift.hint
+    assert "rank-straggler" not in found and "rank-nonfinite" not in found
