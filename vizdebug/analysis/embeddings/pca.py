@@ -80,7 +80,9 @@ def _sampled_projection(x: np.ndarray) -> tuple[np.ndarray | None, float]:
     axes = _top2_axes(centred)
     dtype = np.float32 if x.dtype == np.float32 else np.float64
     shift, axes = (mean / scale).astype(dtype), axes.astype(dtype)
-    proj = np.empty((len(x), axes.shape[1]))
+    if scale < 1e30 and float(np.abs(mean).max()) < 1e30:  # (x/s - m) @ a = x @ a / s - m @ a
+        return (x @ axes).astype(np.float64) / scale - (shift @ axes).astype(np.float64), scale
+    proj = np.empty((len(x), axes.shape[1]))  # values near the float range: scale them first
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, len(x), PROJECT_CHUNK):
             part = x[start:start + PROJECT_CHUNK]
