@@ -319,3 +319,59 @@ def test_rank_zeros_live_view_follows_the_other_ranks_files(tmp_path, monkeypatc
         time.sleep(0.05)
     assert not view.running() and len(view.ranks) == 2
     assert not any(t.name == "vizdebug-ranks-follow" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("name", ["vizdebug.analysis.ranks.data", "vizdebug.analysis.ranks.timing",
+                                  "vizdebug.analysis.ranks.nonfinite",
+                                  "vizdebug.collect.taps.ranks", "vizdebug.store.job"])
+def test_docstring_examples_of_the_rank_modules(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_show_ranks_meets_bad_input_with_clear_errors(tmp_path):
+    with pytest.raises(vd.VizdebugTypeError, match="show_ranks.. takes a stored job"):
+        vd.show_ranks(123)
+    with pytest.raises(vd.VizdebugError, match="no run file"):
+        vd.show_ranks(tmp_path / "nope.sqlite")
+    path = tmp_path / "one.sqlite"
+    model = nn.Linear(2, 1)
+    with vd.watch(model, store=path) as session:
+        session.log(loss=1.0)
+    with pytest.raises(vd.VizdebugError, match="run of a single process"):
+        vd.show_ranks(path)
+    ranks = [_rank(0, records=_loss([1.0, 2.0]))]
+    with pytest.raises(vd.VizdebugTypeError, match="metric must be a metric name"):
+        vd.RanksView.from_ranks(ranks, metric=3)
+
+
+def test_user_strings_in_the_ranks_view_are_escaped():
+    evil = "<img src=x onerror=alert(1)>"
+    rec = TrainingRecords(scalars={f"{evil}loss": (np.arange(3), np.array([1.0, 2.0, 3.0]))})
+    other = TrainingRecords(scalars={f"{evil}loss": (np.arange(3), np.array([1.0, 2.0, 4.0]))})
+    same = np.ones((5, 1, 2))
+    moved = same.copy()
+    moved[3:] *= 2
+    ranks = [_rank(0, records=rec, replicas=_prints(same, paths=(evil,))),
+             _rank(1, records=other, replicas=_prints(moved, paths=(evil,)))]
+    html = vd.RanksView.from_ranks(ranks).to_html()
+    assert evil not in html and "&lt;img src=x" in html
+    assert "replica-drift" in [f.code for f in vd.RanksView.from_ranks(ranks).findings]
+
+
+def test_a_damaged_rank_file_is_reported_not_raised(two_rank_files):
+    import sqlite3
+
+    other = two_rank_files.with_name("job.rank1.sqlite")
+    with sqlite3.connect(other) as conn:
+        conn.execute("INSERT INTO samples (kind, first_step, last_step, steps, rows) "
+                     "VALUES ('rank_times', 0, 0, ?, ?)", (b"not npy", b"\x93NUMPY junk"))
+    job = vd.open_run(two_rank_files)
+    found = job.findings()
+    damaged = [f for f in found if f.code == "collector-error"]
+    assert damaged and damaged[0].where.startswith("rank 1") and "samples" in damaged[0].where
+    assert job.rank_data()[1].times is None  # that rank's timing left out, the rest read
+    assert "rank-nonfinite" in found.codes

@@ -103,6 +103,7 @@ class Job(Run):
     def findings(self) -> Findings:
         """Rank 0's diagnosis, the job's own findings, and what another rank found that
         rank 0 did not (its ``where`` starting with its rank)."""
+        job = self.job_findings()  # (first: what it finds damaged, each rank reports)
         own = super().findings()
         seen = {f.code for f in own}
         extra = []
@@ -111,7 +112,7 @@ class Job(Run):
                 if f.code not in seen:
                     seen.add(f.code)
                     extra.append(_on_rank(f, k))
-        return Findings([*self.job_findings(), *own, *extra])
+        return Findings([*job, *own, *extra])
 
     def __repr__(self) -> str:
         return (f"<vizdebug Job {self.path.name}: {len(self.ranks)} of {self.world_size} "

@@ -191,7 +191,7 @@ def _checked_metric(ranks: list[RankData], metric: str | None) -> str | None:
     if metric is None:
         return default_metric(ranks)
     if not isinstance(metric, str):
-        raise VizdebugError(f"metric must be a metric name (a str), got {type(metric).__name__}")
+        raise VizdebugTypeError(f"metric must be a metric name (a str), got {describe(metric)}")
     names = sorted({n for d in ranks for n in d.records.scalars})
     if metric not in names:
         shown = ", ".join(repr(n) for n in names[:12]) or "none"
