@@ -76,6 +76,7 @@ function zoomer(model, redraw, div) {
     if (!range) {
       want = null;
       model.send({ kind: "zoom", panel: "curves", reset: true });
+      redraw();  // the page's own points again (the chart still holds the answer's)
       return;
     }
     want = { lo: Math.max(0, Math.floor(range[0])), hi: Math.max(0, Math.ceil(range[1])) };
