@@ -243,7 +243,7 @@ def test_view_static_twin_report_and_check_escape(tmp_path):
     page = view.to_html()
     assert "<svg" in page and "valley" in page and "&lt;b&gt;Opt&lt;/b&gt;" in page
     assert "<b>Opt</b>" not in page and view.findings.codes == ["lr-too-high"]
-    assert "lr-too-high" in page and "you train with 0.9" in page
+    assert "lr-too-high" in page and "you train at 0.9" in page
     assert view.check(1e-3).codes == [] and view.check(2.0).codes == ["lr-too-high"]
     frame = view.to_frame()
     assert list(frame.columns) == ["lr", "loss", "smoothed"] and len(frame) == 40

@@ -117,11 +117,11 @@ class LRFinderView(View):
     def _marks(self) -> list[tuple[float, str, str]]:
         marks = []
         if self.suggestion is not None:
-            marks.append((self.suggestion, f"suggested {_f(self.suggestion)} ({self.rule})", "#2ca02c"))
+            marks.append((self.suggestion, f"suggested {_f(self.suggestion)}", "#2ca02c"))
         if self.curve.diverge_lr is not None:
             marks.append((self.curve.diverge_lr, f"diverges {_f(self.curve.diverge_lr)}", "#d62728"))
         if self.train_lr is not None and self.train_lr > 0:
-            marks.append((self.train_lr, f"you train with {_f(self.train_lr)}", "#ff7f0e"))
+            marks.append((self.train_lr, f"you train at {_f(self.train_lr)}", "#ff7f0e"))
         return marks
 
     def _y_range(self) -> list[float]:

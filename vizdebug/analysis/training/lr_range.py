@@ -88,21 +88,26 @@ def _window(n: int) -> slice:
 
 
 def valley_index(values: np.ndarray) -> int:
-    """The middle of the longest decreasing run of ``values`` (a subsequence, gaps allowed).
+    """The middle of the valley: the longest decreasing subsequence of ``values`` (gaps
+    allowed) ends at some point; the valley is as many points as it holds, ending there.
+
+    Placing the valley by its length before its end, not at the subsequence's first point,
+    is fastai's reading: on a flat, noisy start a long subsequence picks up points far to
+    the left of the real descent, and its first point would suggest a rate that barely
+    trains.
 
     >>> valley_index(np.array([5.0, 4, 3, 2, 1, 9]))
     2
     """
     n = len(values)
     length = np.ones(n, dtype=int)
-    start = np.arange(n)
     for i in range(1, n):
         before = np.flatnonzero(values[:i] > values[i])
         if before.size:
-            j = before[np.argmax(length[before])]
-            length[i], start[i] = length[j] + 1, start[j]
+            length[i] = length[before].max() + 1
     end = int(np.argmax(length))
-    return int(start[end] + (end - start[end]) // 2)
+    start = max(0, end - int(length[end]) + 1)
+    return start + (end - start) // 2
 
 
 @dataclass(frozen=True)
