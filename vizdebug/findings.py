@@ -71,10 +71,14 @@ CODES: dict[str, str] = {
     "missing-zero-grad": "training",
     "train-eval-mode": "training",
     "lr-schedule-collapse": "training",
+    "lr-too-high": "training",  # the rate trained with is where the LR range test diverged
     "collector-error": "training",
     "compiled-model": "training",  # info: no activation statistics inside compiled code
     "store-dropped": "training",  # logged points the run file does not hold (and why)
     "run-interrupted": "training",
+    "rank-straggler": "training",  # one rank of a distributed job holds the others up
+    "rank-nonfinite": "training",  # the first NaN/inf of a job, named with its rank
+    "replica-drift": "training",  # DDP replicas (parameters, buffers) that differ
     "axis-order": "training",  # a module reads the batch (or another axis) on the wrong axis
     "graph-cut": "training",  # optimised parameters cut off from the loss (.detach, no_grad)
     "batchnorm-small-batch": "training",  # a training batch too small for BatchNorm statistics
