@@ -30,6 +30,9 @@ from ._base import TWIN_INTERVAL, View, live_esm, script_json
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._figure_svg import figure_svg
+from .epochs_table import epochs_html
+from .panel_frames import source_figure, source_frame
+from .panels_static import panels_html
 
 _STATIC = Path(__file__).with_name("static")
 _HALF = ("grads", "health", "timing", "system")  # two to a row
@@ -148,6 +151,7 @@ class Dashboard(View):
         self._thread: threading.Thread | None = None
         self._findings = Findings()
         self._encoder = DeltaEncoder()
+        self._more: tuple[float, str] = (-1e9, "")  # the extra panels' HTML, and when
 
     @classmethod
     def from_session(cls, session: TrainingSource, **options: Any) -> Dashboard:
@@ -161,12 +165,45 @@ class Dashboard(View):
         system = getattr(getattr(self.source, "system", None), "array", lambda: np.empty((0, 4)))()
         self._findings = diagnose(rec) + self.source.state_findings()
         panels = dashboard_panels(rec, system)
-        return panels, findings_html(self._findings), _status(self.source, rec)
+        # the per-epoch table rides with the findings' HTML: the live widget's HTML area,
+        # the static twin and the saved page all show it, no script needed
+        found = findings_html(self._findings) + epochs_html(rec) + self._more_panels(rec)
+        return panels, found, _status(self.source, rec)
+
+    def _more_panels(self, rec: TrainingRecords) -> str:
+        """The layer and optimizer panels (:mod:`.panels_static`), redrawn at most every
+        ``TWIN_INTERVAL`` seconds while the source runs (tens of ms each: the twin's pace)."""
+        at, cached = self._more
+        if self.source.closed or time.monotonic() - at >= TWIN_INTERVAL:
+            cached = panels_html(rec, self.source)
+            self._more = (time.monotonic(), cached)
+        return cached
 
     @property
     def findings(self) -> Findings:
         """The findings shown at the last refresh."""
         return self._findings
+
+    def to_frame(self, panel: str = "curves") -> Any:
+        """The numbers of one panel as a ``pandas.DataFrame``, read now (``curves``,
+        ``grads``, ``health``, ``timing``, ``system``, ``epochs``, ``activations``,
+        ``parameters``, ``optimizer``: see :mod:`vizdebug.views.panel_frames`).
+
+        Examples
+        --------
+        >>> dash.to_frame("epochs").to_csv("epochs.csv")   # doctest: +SKIP
+        """
+        return source_frame(self.source, panel)
+
+    def figure(self, panel: str | None = None) -> Any:
+        """One panel as a ``plotly.graph_objects.Figure`` built from :meth:`to_frame`
+        (``None``: every panel with data, a row each); needs plotly.
+
+        Examples
+        --------
+        >>> dash.figure("curves").update_yaxes(type="log").write_html("loss.html")  # doctest: +SKIP
+        """
+        return source_figure(self.source, panel)
 
     def _static_html(self) -> str:
         """The page version (reports, ``save``): the same SVG charts as the live widget,

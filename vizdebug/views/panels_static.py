@@ -5,7 +5,8 @@ learning rate per parameter group (log scale), with momentum and weight decay in
 
 Until the dashboard's chart spec draws them live, they ride in the dashboard's HTML area
 (the live widget, the static twin, the saved page and ``vd.report``): plotly-shaped dicts
-built from the panels' frames (:mod:`.panel_frames`), drawn by :func:`._figure_svg.figure_svg`.
+built from the panels' data (:mod:`vizdebug.analysis.training.distributions`, the
+optimizer frame of :mod:`.panel_frames`), drawn by :func:`._figure_svg.figure_svg`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..analysis.training.distributions import LayerColumns, activation_bands, parameter_scales
 from ._figure_svg import figure_svg
 from ._plotly_export import PALETTE
 from .panel_frames import panel_frame
@@ -42,12 +44,16 @@ def label(text: str) -> str:
     return html.escape(str(text))
 
 
+def _picks(n: int, most: int) -> np.ndarray:
+    """At most ``most`` indices of ``n``, evenly spaced, the first and last kept."""
+    if n <= most:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, most).round().astype(int))
+
+
 def _thin(part: pd.DataFrame) -> pd.DataFrame:
-    """At most :data:`MAX_STEPS` rows, evenly spaced, the first and last kept."""
-    if len(part) <= MAX_STEPS:
-        return part
-    keep = np.unique(np.linspace(0, len(part) - 1, MAX_STEPS).round().astype(int))
-    return part.iloc[keep]
+    """At most :data:`MAX_STEPS` rows of a frame."""
+    return part.iloc[_picks(len(part), MAX_STEPS)]
 
 
 def _layout(title: str, y: dict[str, Any], height: int = 230) -> dict[str, Any]:
@@ -58,50 +64,48 @@ def _layout(title: str, y: dict[str, Any], height: int = 230) -> dict[str, Any]:
                              "yanchor": "bottom", "showarrow": False}]}
 
 
-def activations_figure(frame: pd.DataFrame) -> dict[str, Any]:
+def activations_figure(bands: LayerColumns) -> dict[str, Any]:
     """Per layer (the first :data:`MAX_LAYERS`): the band and its mean."""
+    layers, steps, mean = bands.wide("mean")
+    low, high = bands.wide("low")[2], bands.wide("high")[2]
+    cols = _picks(steps.size, MAX_STEPS)
+    x = clean(steps[cols])
     traces = []
-    for i, (layer, part) in enumerate(list(frame.groupby("layer", sort=False))[:MAX_LAYERS]):
-        part = _thin(part)
+    for i, layer in enumerate(layers[:MAX_LAYERS]):
         colour = PALETTE[i % len(PALETTE)]
-        x = clean(part["step"])
         traces += [{"type": "scatter", "fill": "toself", "x": x + x[::-1],
-                    "y": clean(part["high"]) + clean(part["low"])[::-1], "opacity": 0.18,
+                    "y": clean(high[i, cols]) + clean(low[i, cols])[::-1], "opacity": 0.18,
                     "line": {"color": colour}, "showlegend": False},
-                   {"type": "scatter", "mode": "lines", "x": x, "y": clean(part["mean"]),
-                    "name": label(str(layer)), "line": {"color": colour, "width": 1.5}}]
+                   {"type": "scatter", "mode": "lines", "x": x, "y": clean(mean[i, cols]),
+                    "name": label(layer), "line": {"color": colour, "width": 1.5}}]
     return {"data": traces, "layout": _layout("Activations per layer: mean ± std",
                                               {"title": {"text": "output"}})}
 
 
-def parameters_figure(frame: pd.DataFrame) -> dict[str, Any]:
+def parameters_figure(scales: LayerColumns) -> dict[str, Any]:
     """log10 of each parameter's weight RMS, layers by sampled steps."""
-    layers = heat_rows(frame)
-    steps = sorted(set(frame["step"].tolist()))
-    if len(steps) > HEAT_COLUMNS:
-        steps = sorted({steps[int(i)] for i in np.linspace(0, len(steps) - 1, HEAT_COLUMNS).round()})
-    table = frame.pivot_table(index="layer", columns="step", values="weight_rms",
-                              aggfunc="last").reindex(index=layers, columns=steps)
+    layers, steps, weight = scales.wide("weight_rms")
+    rows = heat_rows(layers)
+    cols = _picks(steps.size, HEAT_COLUMNS)
+    matrix = weight[rows][:, cols]
     with np.errstate(all="ignore"):
-        z = np.log10(np.where(table.to_numpy(float) > 0, table.to_numpy(float), np.nan))
-    trace = {"type": "heatmap", "x": steps, "y": [label(str(p)) for p in layers],
-             "z": [clean(row) for row in z], "colorscale": "Viridis",
-             "colorbar": {"title": {"text": "log10 weight RMS"}}}
-    height = max(180, 60 + 16 * len(layers))
+        z = np.log10(np.where(matrix > 0, matrix, np.nan))
+    trace = {"type": "heatmap", "x": [int(s) for s in steps[cols]],
+             "y": [label(layers[r]) for r in rows], "z": [clean(row) for row in z],
+             "colorscale": "Viridis", "colorbar": {"title": {"text": "log10 weight RMS"}}}
+    height = max(180, 60 + 16 * len(rows))
     layout = _layout("Weight scale per parameter (RMS)", {"autorange": "reversed"}, height)
     layout["margin"]["l"] = 150
     layout["margin"]["b"] = 70
     return {"data": [trace], "layout": layout}
 
 
-def heat_rows(frame: pd.DataFrame) -> list[str]:
-    """The parameters the heat shows: the weights first, in the model's order, then the
-    rest, at most :data:`HEAT_ROWS`; shown in the model's order."""
-    layers = list(dict.fromkeys(frame["layer"]))
-    first = [p for p in layers if str(p).endswith("weight")] + \
-        [p for p in layers if not str(p).endswith("weight")]
-    kept = set(first[:HEAT_ROWS])
-    return [p for p in layers if p in kept]
+def heat_rows(layers: list[str]) -> list[int]:
+    """The rows the heat shows: the weights first, then the rest, at most
+    :data:`HEAT_ROWS`, in the model's order."""
+    ranked = [i for i, p in enumerate(layers) if str(p).endswith("weight")] + \
+        [i for i, p in enumerate(layers) if not str(p).endswith("weight")]
+    return sorted(ranked[:HEAT_ROWS])
 
 
 def _settings_note(frame: pd.DataFrame) -> str:
@@ -138,19 +142,19 @@ def optimizer_figure(frame: pd.DataFrame) -> dict[str, Any]:
 def panels_html(rec: TrainingRecords, source: Any = None) -> str:
     """The three panels that have data, as SVG pictures ("" when none has)."""
     pictures = []
-    acts = panel_frame("activations", rec, np.empty((0, 4)), source)
-    if len(acts):
-        more = acts["layer"].nunique() - MAX_LAYERS
+    bands = activation_bands(rec)
+    if len(bands):
+        more = len(set(bands.layer)) - MAX_LAYERS
         note = f" ({more} more layers in to_frame(&quot;activations&quot;))" if more > 0 else ""
-        pictures.append(figure_svg(activations_figure(acts), width=560) + _note(note))
-    params = panel_frame("parameters", rec, np.empty((0, 4)), source)
-    if len(params) and np.isfinite(params["weight_rms"].to_numpy(float)).any():
-        more = params["layer"].nunique() - HEAT_ROWS
+        pictures.append(figure_svg(activations_figure(bands), width=560) + _note(note))
+    scales = parameter_scales(rec)
+    if len(scales) and np.isfinite(scales.values["weight_rms"]).any():
+        more = len(set(scales.layer)) - HEAT_ROWS
         note = (f" ({more} more parameters in to_frame(&quot;parameters&quot;))"
                 if more > 0 else "")
-        pictures.append(figure_svg(parameters_figure(params), width=560) + _note(note))
+        pictures.append(figure_svg(parameters_figure(scales), width=560) + _note(note))
     hyper = panel_frame("optimizer", rec, np.empty((0, 4)), source)
-    if len(hyper) and math.isfinite(np.nanmax(np.r_[hyper["lr"].to_numpy(float), -np.inf])):
+    if len(hyper) and np.isfinite(hyper["lr"].to_numpy(float)).any():
         pictures.append(figure_svg(optimizer_figure(hyper), width=560)
                         + _note(html.escape(_settings_note(hyper))))
     if not pictures:

@@ -46,6 +46,19 @@ class LayerColumns:
     def names(self) -> list[str]:
         return ["step", "layer", *self.values]
 
+    def wide(self, name: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """``(layers, steps, matrix)``: the column ``name`` as ``(layers, steps)``, the
+        long form's layer-major blocks side by side.
+
+        >>> cols = LayerColumns(np.array([0, 5, 0, 5]), ["a", "a", "b", "b"],
+        ...                     {"m": np.arange(4.0)})
+        >>> layers, steps, m = cols.wide("m"); layers, steps.tolist(), m.tolist()
+        (['a', 'b'], [0, 5], [[0.0, 1.0], [2.0, 3.0]])
+        """
+        layers = list(dict.fromkeys(self.layer))
+        per = len(self) // max(len(layers), 1)
+        return layers, self.step[:per], self.values[name].reshape(len(layers), per)
+
 
 def _long(steps: np.ndarray, names: list[str], keep: np.ndarray,
           columns: dict[str, np.ndarray]) -> LayerColumns:

@@ -25,6 +25,7 @@ from ..checks.anomaly import AnomalyPolicy
 from ..checks.mode_watch import ModeWatch
 from ..hooks.engine import ModelHooks
 from ..taps.embeddings import EmbeddingTracking
+from ..taps.hyper import attach as attach_hyper
 from ..taps.loader import LoaderTap, tap_iterable
 from ..taps.program import ProgramTap
 from ..taps.scalars import ScalarLog
@@ -80,6 +81,7 @@ class Session(Viewable, EmbeddingTracking):
         self.tap.progress = _step_of(self.hooks.clock)  # (a loader two sessions watch)
         self.modes = ModeWatch(model, policy, self.tap, self.hooks, self._on_error)  # eval passes
         self.program = _program_tap(model, self.hooks, loader)  # the program's shape
+        self.hyper = attach_hyper(self)  # lr, momentum, weight decay per group
         self.param_numel = self.hooks.param_hooks.numel  # (a lazy module's: after forward)
         self.system = SystemSampler(system_interval).start()
         self.closed = False
