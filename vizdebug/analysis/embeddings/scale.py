@@ -27,7 +27,7 @@ from .pca import pca_layout
 from .project import is_collapsed, refined_layout, tsne_settings, umap_model
 from .quality import sample_positions
 
-FIT_LIMIT = {"tsne": 5_000, "umap": 20_000}  # sklearn t-SNE: ~4 s at 2k; UMAP ~25 s at 20k
+FIT_LIMIT = {"tsne": 5_000, "umap": 10_000}  # a fit of this many: seconds to a minute here
 PLACE_CHUNK = 50_000  # points placed at a time: the stage line moves, memory stays bounded
 PLACE_NEIGHBOURS = 5
 NAMES = {"tsne": "t-SNE", "umap": "UMAP", "pca": "PCA"}
@@ -49,7 +49,7 @@ def fit_limit(method: str, params: dict[str, Any]) -> int:
     taken out of ``params``, which then go to the library).
 
     >>> fit_limit("umap", {}), fit_limit("tsne", {"fit_points": 100})
-    (20000, 100)
+    (10000, 100)
     """
     asked = params.pop("fit_points", None)
     if asked is None:

@@ -1,0 +1,196 @@
+"""Embeddings at scale (issue 24), run by ``python benchmarks/bench_embeddings.py --scale``:
+
+- the kernel's first picture (``EmbeddingView.from_arrays`` to the widget's state) at 10k /
+  100k / 1M x 64, today's code against the pre-issue path (full randomized PCA, the sorting
+  duplicate count and the float64 collapse check), interleaved, best of two;
+- the bytes the widget state carries at 1M points, against 16 bytes a point before;
+- in headless Chromium (software WebGL), the widget's ESM on a stand-in model: render to
+  points drawn, and frames/s while the camera moves, today's script against the one before
+  this issue, interleaved;
+- refined layouts: vizdebug's fit on a sample plus placement, against plain
+  ``umap.UMAP().fit_transform`` / openTSNE on every point.
+
+The fits at 100k and 1M take minutes on 2 cores: ``--scale-fits`` runs them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD_JS = "3c94fdd~1"  # the commit before this issue's scatter changes
+
+
+def clustered(n: int, d: int = 64, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, n)
+    return (rng.normal(0, 4, (10, d))[y] + rng.normal(0, 1, (n, d))).astype(np.float32), y
+
+
+@contextmanager
+def before_issue():
+    """The kernel path as it was: every row through the exact definitions."""
+    from vizdebug.analysis.embeddings import pca, project
+
+    saved = pca.PCA_FIT_ROWS, project.FAST_ROWS
+    pca.PCA_FIT_ROWS = project.FAST_ROWS = 10**12
+    try:
+        yield
+    finally:
+        pca.PCA_FIT_ROWS, project.FAST_ROWS = saved
+
+
+def first_picture_seconds(x: np.ndarray, y: np.ndarray) -> float:
+    from vizdebug import _env
+    from vizdebug.analysis.embeddings.project import duplicate_count
+    from vizdebug.views.embeddings import EmbeddingView
+
+    _env.set_renderer("widget")
+    start = EmbeddingView.start
+    EmbeddingView.start = lambda self: self  # no worker: its threads would share the GIL
+    try:
+        t = time.perf_counter()
+        EmbeddingView.from_arrays(x, labels=y, method="pca").widget.get_state()
+        duplicate_count(x)  # the worker's first step, which the old picture waited behind
+        return time.perf_counter() - t
+    finally:
+        EmbeddingView.start = start
+
+
+def kernel_first_picture(record) -> None:
+    for n in (10_000, 100_000, 1_000_000):
+        x, y = clustered(n)
+        now, old = [], []
+        for _ in range(2):
+            now.append(first_picture_seconds(x, y))
+            with before_issue():
+                old.append(first_picture_seconds(x, y))
+        record(f"kernel first picture {n:,} x 64: now / before (s)",
+               f"{min(now):.2f} / {min(old):.2f} (before / now = {min(old) / min(now):.1f})")
+
+
+def bytes_at(n: int) -> dict[str, int]:
+    from vizdebug import _env
+    from vizdebug.views.embeddings import EmbeddingView
+
+    _env.set_renderer("widget")
+    x, y = clustered(n, d=8)
+    w = EmbeddingView.from_arrays(x, labels=y, predictions=y, method="pca").widget
+    sent = {k: len(getattr(w, k)) for k in ("x", "y", "rows", "labels", "predictions")}
+    sent["total"] = sum(sent.values())
+    sent["before (4 int32/float32 arrays + predictions)"] = 20 * n
+    return sent
+
+
+def browser_figures(record, sizes=(10_000, 100_000, 1_000_000)) -> None:
+    old = subprocess.run(["git", "show", f"{OLD_JS}:vizdebug/views/static/embeddings_widget.js"],
+                         cwd=ROOT, capture_output=True, text=True)
+    if old.returncode != 0:
+        record("browser figures", f"skipped: no git history ({old.stderr.strip()})")
+        return
+    for n in sizes:
+        rows = {"now": [], "before": []}
+        for _ in range(2):
+            for which in ("now", "before"):
+                rows[which].append(_browser_run(n, old.stdout if which == "before" else None))
+        for which, runs in rows.items():
+            first = min(r[0] for r in runs)
+            fps = max(r[1] for r in runs)
+            record(f"browser {n:,} points, {which}: render to drawn / frames/s moving",
+                   f"{first:.2f} s / {fps:.1f}")
+
+
+FPS_JS = """(seconds) => { const p = window.vdHosts[0].host.__vdPlot; const cam = p.get('camera');
+  let draws = 0; p.subscribe('draw', () => { draws++; });
+  const t0 = performance.now(); window.vdFps = undefined;
+  const step = () => { cam.pan([0.003, 0.002]); p.redraw();
+    if (performance.now() - t0 < seconds * 1000) requestAnimationFrame(step);
+    else window.vdFps = draws / ((performance.now() - t0) / 1000); };
+  step(); }"""
+
+
+def _browser_run(n: int, old_js: str | None) -> tuple[float, float]:
+    sys.path.insert(0, str(ROOT))
+    from tests.browser.lab import offline_page
+    from tests.browser.scatter_harness import mount
+    from vizdebug import _env
+    from vizdebug.views import embeddings_widgets as ew
+    from vizdebug.views.embeddings import EmbeddingView
+
+    _env.set_renderer("widget")
+    saved, asset = ew._asset, ew._asset.__wrapped__
+    if old_js is not None:
+        ew._asset = lambda name: old_js if name == "embeddings_widget.js" else asset(name)
+    ew.embedding_widget.cache_clear()
+    try:
+        x, y = clustered(n, d=8)
+        widget = EmbeddingView.from_arrays(x, labels=y, method="pca").widget
+    finally:
+        ew._asset = saved
+        ew.embedding_widget.cache_clear()
+    with offline_page() as page:
+        page.goto("about:blank")
+        mount(page, [widget])
+        page.wait_for_function("() => { const p = window.vdHosts[0].host.__vdPlot;"
+                               " return p && p.get('isPointsDrawn'); }", timeout=300_000, polling=20)
+        first = page.evaluate("() => (performance.now() - window.vdHosts[0].t0) / 1000")
+        page.wait_for_timeout(1000)
+        page.evaluate(FPS_JS, 4)
+        page.wait_for_function("() => window.vdFps !== undefined", timeout=120_000)
+        return first, page.evaluate("() => window.vdFps")
+
+
+def refined_figures(record, sizes=(100_000, 1_000_000), plain_up_to: int = 100_000) -> None:
+    import umap
+
+    from vizdebug.analysis.embeddings.scale import refine
+
+    x, _ = clustered(2000)
+    t = time.perf_counter()
+    umap.UMAP(random_state=0, n_jobs=1).fit(x)  # numba compiles: not fit time
+    record("UMAP first fit in this process, 2k (s, numba compiling)", round(time.perf_counter() - t, 1))
+    for n in sizes:
+        x, _ = clustered(n)
+        t = time.perf_counter()
+        done = refine(x, "umap")
+        ours = time.perf_counter() - t
+        theirs = "not run (the issue: unfinished after 473 s at 1M)"
+        if n <= plain_up_to:
+            t = time.perf_counter()
+            umap.UMAP(random_state=0, n_jobs=1).fit_transform(x)
+            theirs = f"{time.perf_counter() - t:.0f} s"
+        record(f"UMAP {n:,} x 64: vizdebug ({done.how}) / plain fit_transform",
+               f"{ours:.0f} s / {theirs}")
+    try:
+        from openTSNE import TSNE
+    except ImportError:
+        record("openTSNE", "not installed")
+        return
+    for n in (20_000, 100_000):
+        x, _ = clustered(n)
+        t = time.perf_counter()
+        done = refine(x, "tsne")
+        ours = time.perf_counter() - t
+        theirs = "not run"
+        if n <= 20_000:
+            t = time.perf_counter()
+            TSNE(random_state=0, n_jobs=1).fit(x)
+            theirs = f"{time.perf_counter() - t:.0f} s"
+        record(f"t-SNE {n:,} x 64: vizdebug ({done.how}) / openTSNE on all",
+               f"{ours:.0f} s / {theirs}")
+
+
+def main(record, fits: bool) -> None:
+    kernel_first_picture(record)
+    record("bytes in the widget state at 1M points", bytes_at(1_000_000))
+    browser_figures(record)
+    record("TensorBoard projector's limit", "100,000 points (LIMIT_NUM_POINTS in "
+           "plugins/projector/vz_projector/data-provider-server.ts; tensorflow/tensorboard#773)")
+    if fits:
+        refined_figures(record)
