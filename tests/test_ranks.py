@@ -201,7 +201,7 @@ def test_the_rank_tap_times_and_fingerprints_and_leaves_training_as_it_was():
     first = paths.index("0.weight")  # the norm at step 0 is the initial weight's
     torch.manual_seed(0)
     w0 = nn.Linear(4, 8).weight
-    assert rows[0, first, 0] == pytest.approx(float(w0.double().norm()))
+    assert rows[0, first, 0] == pytest.approx(float(w0.detach().double().norm()))
 
 
 @pytest.fixture
