@@ -28,6 +28,7 @@ from ..taps.embeddings import EmbeddingTracking
 from ..taps.hyper import attach as attach_hyper
 from ..taps.loader import LoaderTap, tap_iterable
 from ..taps.program import ProgramTap
+from ..taps.ranks import rank_tap
 from ..taps.scalars import ScalarLog
 from ..taps.system import SystemSampler
 from .feed import StoreFeed
@@ -107,6 +108,9 @@ class Session(Viewable, EmbeddingTracking):
                 raise
             self.log_store.sink = self.store.sink
             self.store.start()
+        # a rank of a multi-process job: waits and replica fingerprints at some steps
+        self.rank_tap = rank_tap(model, self.hooks.clock, self.store, self._on_error,
+                                 distributed_rank()[1])
 
     # -- during training --------------------------------------------------------------------
     def log(self, /, step: int | None = None, *values: Any, **metrics: Any) -> None:
@@ -275,6 +279,8 @@ class Session(Viewable, EmbeddingTracking):
                 self.hooks.resume()
 
     def _stop_collectors(self) -> None:
+        if getattr(self, "rank_tap", None) is not None:
+            self.rank_tap.remove()  # (its last rows go to the store before it closes)
         self.hooks.remove()
         self.program.remove()
         self.tap.detach()
