@@ -257,13 +257,15 @@ function vdMotion(s, queue, kept) {
 // the fitted one, and a resize leaves it alone.
 function vdTouch(stage, s) {
   let wheel = null;
+  const up = () => { s.touching = false; };
   stage.addEventListener("pointerdown", () => { s.touching = true; });
-  window.addEventListener("pointerup", () => { s.touching = false; });
+  window.addEventListener("pointerup", up);
   stage.addEventListener("wheel", () => {
     s.touching = true;
     clearTimeout(wheel);
     wheel = setTimeout(() => { s.touching = false; }, 300);
   }, { passive: true });
+  return () => window.removeEventListener("pointerup", up);
 }
 
 function vdLostNote(ui, redraw) {
@@ -338,7 +340,7 @@ function render({ model, el }) {
   // the stage shrinks or grows with the page: refit, unless the user zoomed in
   s.resize = new ResizeObserver(() => { if (s.plot && s.fitted) requestAnimationFrame(fit); });
   s.resize.observe(ui.stage);
-  vdTouch(ui.stage, s);
+  const untouch = vdTouch(ui.stage, s);
   ui.reset.addEventListener("click", fit);
   vdWire(model, el, ui, s, { recolour, relayout, t0 });
   recolour();
@@ -346,6 +348,7 @@ function render({ model, el }) {
   return () => {
     clearInterval(s.timer);
     s.resize.disconnect();
+    untouch();
     if (s.plot) s.plot.destroy();
   };
 }
