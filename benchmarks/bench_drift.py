@@ -3,6 +3,7 @@
     python benchmarks/bench_drift.py                    # 10k / 100k / 1M rows x 20 columns
     python benchmarks/bench_drift.py --sizes 10000 100000 --no-evidently
     python benchmarks/bench_drift.py --wide 10000          # 200 rows x 10,000 columns: the page
+    python benchmarks/bench_drift.py --dask 10000000       # Dask LocalCluster vs the Parquet stream
 
 Reference and current each have ``n`` rows and 20 numeric columns; 6 columns drift by
 different amounts (one by only 0.02 sigma: significant at 1M rows, but not drift). The data
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -184,15 +186,82 @@ def bench_wide(n_cols: int, rows: int = 200) -> dict:
     return row
 
 
+def write_chunked(folder: Path, n: int, chunk: int = 1_000_000) -> tuple[Path, Path]:
+    """``n`` rows a side as Parquet folders of ``chunk``-row files, made chunk by chunk (the
+    same distributions as :func:`make_data`, with the population moments for the shifts)."""
+    sd = {j: (2.0 if j % 3 != 2 else float(np.sqrt((np.e ** 0.25 - 1) * np.e ** 0.25))) for j in range(20)}
+    mean = {j: (10.0 if j % 3 != 2 else float(np.e ** 0.125)) for j in range(20)}
+    ref_dir, cur_dir = folder / "ref", folder / "cur"
+    for d in (ref_dir, cur_dir):
+        d.mkdir(exist_ok=True)
+    for i, start in enumerate(range(0, n, chunk)):
+        rng, m = np.random.default_rng(i), min(chunk, n - start)
+        ref, cur = {}, {}
+        for j in range(20):
+            name = f"f{j:02d}"
+            draw = rng.lognormal if j % 3 == 2 else rng.normal
+            args = (0, 0.5, m) if j % 3 == 2 else (10, 2, m)
+            ref[name], x = draw(*args), draw(*args) + SHIFTS.get(name, 0.0) * sd[j]
+            if name in SCALES:
+                x = mean[j] + (x - mean[j]) * SCALES[name]
+            if name in MIXES:
+                x = np.where(rng.random(m) < MIXES[name], x + 3 * sd[j], x)
+            cur[name] = x
+        pd.DataFrame(ref).to_parquet(ref_dir / f"part-{i:05d}.parquet")
+        pd.DataFrame(cur).to_parquet(cur_dir / f"part-{i:05d}.parquet")
+    return ref_dir, cur_dir
+
+
+def bench_dask(n: int, repeat: int = 2) -> dict:
+    """The Parquet folders streamed here against ``dd.read_parquet`` of the same folders on
+    a 2-worker LocalCluster, interleaved ``repeat`` times; the tables must be equal."""
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from vizdebug import compare_distributions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        ref_dir, cur_dir = write_chunked(Path(tmp), n)
+        row: dict = {"rows": n, "columns": 20, "write_s": round(time.perf_counter() - t, 1),
+                     "stream_s": [], "dask_s": [], "load_before": round(os.getloadavg()[0], 1)}
+        print(f"wrote 2 x {n:,} rows in {row['write_s']} s", file=sys.stderr, flush=True)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None) as cluster, Client(cluster):
+            for _ in range(repeat):
+                t = time.perf_counter()
+                streamed = compare_distributions(ref_dir, cur_dir, progress=False)
+                row["stream_s"].append(round(time.perf_counter() - t, 2))
+                print(f"Parquet stream: {row['stream_s'][-1]} s", file=sys.stderr, flush=True)
+                t = time.perf_counter()
+                on_dask = compare_distributions(dd.read_parquet(ref_dir), dd.read_parquet(cur_dir), progress=False)
+                row["dask_s"].append(round(time.perf_counter() - t, 2))
+                print(f"Dask LocalCluster: {row['dask_s'][-1]} s", file=sys.stderr, flush=True)
+    a, b = streamed.table.set_index("feature"), on_dask.table.set_index("feature").loc[streamed.table.feature]
+    row["same_statistics"] = bool((a.statistic == b.statistic).all() and (a.p_value == b.p_value).all()
+                                  and np.allclose(a.effect_size, b.effect_size, rtol=1e-9))
+    row["drifted"] = streamed.drifted
+    row["load_after"] = round(os.getloadavg()[0], 1)
+    row["dask_over_stream"] = [round(d / s, 2) for d, s in zip(row["dask_s"], row["stream_s"])]
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--no-evidently", action="store_true")
     parser.add_argument("--wide", type=int, default=0, help="only the wide case, with this many columns")
+    parser.add_argument("--dask", type=int, default=0, help="only Dask against the Parquet stream, this many rows a side")
+    parser.add_argument("--repeat", type=int, default=2, help="with --dask: interleaved runs of each")
     parser.add_argument("--out", type=Path, default=HERE.parent / "artifacts" / "bench_drift.json")
     args = parser.parse_args()
     if args.wide:
         bench_wide(args.wide)
+        return
+    if args.dask:
+        row = bench_dask(args.dask, args.repeat)
+        args.out.with_name("bench_drift_dask.json").write_text(json.dumps(row, indent=1))
         return
     with tempfile.TemporaryDirectory() as tmp:
         rows = [bench(n, Path(tmp), not args.no_evidently) for n in args.sizes]

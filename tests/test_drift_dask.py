@@ -142,6 +142,13 @@ def test_a_time_window_on_a_dask_side_equals_the_parquet_one(client, data, small
     assert list(on_dask.result.time.edges) == list(streamed.result.time.edges)
 
 
+def test_dask_columns_named_by_numbers_are_compared_by_their_names(client):
+    rng = np.random.default_rng(3)
+    ref, cur = pd.DataFrame(rng.normal(size=(500, 2))), pd.DataFrame(rng.normal(1, 1, size=(500, 2)))
+    view = vd.compare_distributions(dd.from_pandas(ref, npartitions=2), cur, progress=False)
+    assert sorted(view.drifted) == ["0", "1"]
+
+
 def test_bad_dask_input_is_named(client, data):
     ref, cur, _ = data
     dref = dd.from_pandas(ref, npartitions=2)
@@ -219,23 +226,26 @@ def _java() -> str | None:
 
 
 @pytest.mark.slow
-def test_spark_frames_give_the_parquet_paths_numbers(data, small_batches):
+def test_spark_frames_give_the_parquet_paths_numbers(tmp_path, small_batches):
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install vizdebug[spark])")
     if _java() is None:
         pytest.skip("PySpark needs a Java runtime (JVM), and no `java` is on PATH or in JAVA_HOME")
     from pyspark.sql import SparkSession
 
-    ref, cur, folder = data
+    ref, cur = _frame(0, 0.0, n=4000), _frame(1, 0.3, n=4000)  # small: each Spark job costs seconds
+    ref.to_parquet(tmp_path / "ref.parquet")
+    cur.to_parquet(tmp_path / "cur.parquet")
     spark = (SparkSession.builder.master("local[2]").appName("vizdebug-drift-test")
              .config("spark.driver.host", "127.0.0.1").config("spark.ui.enabled", "false")
              .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "2")
+             .getOrCreate())
     try:
         # (from pandas, so the rows keep their order: Spark packs a folder's files into
         # partitions by size, and a side read in another order samples other rows)
         sref, scur = spark.createDataFrame(ref), spark.createDataFrame(cur)
         assert sref.rdd.getNumPartitions() > 1
-        streamed = vd.compare_distributions(folder / "ref.parquet", folder / "cur", progress=False)
+        streamed = vd.compare_distributions(tmp_path / "ref.parquet", tmp_path / "cur.parquet", progress=False)
         on_spark = vd.compare_distributions(sref, scur, progress=False)
         _same(on_spark.table, streamed.table)
         with pytest.raises(VizdebugTypeError, match=r"current data is a Spark RDD.*createDataFrame"):

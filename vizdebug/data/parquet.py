@@ -56,7 +56,8 @@ def arrow_dataset(obj: Any) -> Any:
         return ds.dataset(pa.Table.from_pandas(frame, preserve_index=False))
     except (ValueError, TypeError, pa.ArrowException) as exc:  # duplicate names, mixed types
         raise VizdebugError(
-            f"the other side is Parquet or arrow data, so this one ({type(obj).__name__}) must "
+            f"the other side is streamed (Parquet, arrow, Dask or Spark data), so this one "
+            f"({type(obj).__name__}) must "
             f"convert to an arrow table, which failed: {str(exc)[:200]}; give its columns "
             "unique names and one type each, or pass both sides as pandas DataFrames") from None
 

@@ -268,7 +268,9 @@ def compare_distributions(
     Parameters
     ----------
     reference, current : DataFrame, dict of arrays, 2-d ndarray or tensor, or a Parquet
-        path / pyarrow dataset (streamed in record batches into sketches).
+        path / pyarrow dataset (streamed in record batches into sketches), or a Dask or
+        Spark DataFrame (sketched per partition on its cluster, merged here: the numbers of
+        the Parquet path; ``pip install vizdebug[dask]`` / ``vizdebug[spark]``).
     features : the columns to compare (default: all shared columns).
     time : the name of a time column of ``current`` (in memory also an array with one value
         per current row): the view gets a time-window slider and a drift-over-time strip.
@@ -282,7 +284,7 @@ def compare_distributions(
     window : ``(start, end)`` of ``time`` to keep from the current data (either may be None);
         ``start <= time < end``, in memory and streamed alike.
     time_buckets : how many equal-width time buckets the slider moves over.
-    progress : Parquet streamed for more than 2 s shows its progress; False turns that off
+    progress : data streamed for more than 2 s shows its progress; False turns that off
         (so does ``VIZDEBUG_PROGRESS=0``).
 
     Returns

@@ -168,7 +168,6 @@ class DaskSource(EngineSource):
 def _dask_part(frame: Any, task: Callable[[Any, int], bytes], fields: list, offset: int, number: int,
                side: str) -> bytes:
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
     try:
         table = pa.Table.from_pandas(frame, schema=pa.schema(fields), preserve_index=False)
@@ -176,7 +175,7 @@ def _dask_part(frame: Any, task: Callable[[Any, int], bytes], fields: list, offs
         raise VizdebugError(
             f"partition {number} of the {side} Dask DataFrame does not hold its declared column "
             f"types ({str(exc)[:200]}); give each column one type, e.g. ddf.astype({{...}})") from None
-    return task(ds.dataset(table), offset)
+    return task(_BatchStream(iter(table.to_batches())), offset)
 
 
 class SparkSource(EngineSource):
@@ -231,14 +230,17 @@ def _spark_task(task: Callable[[Any, int], bytes], offsets: dict[int, int], pid:
 
 
 class _BatchStream:
-    """A partition's arrow batches, read once, in the shape of a dataset's ``to_batches``."""
+    """A partition's arrow batches, read once, in the shape of a dataset's ``to_batches``
+    (an in-memory partition is not scanned through a dataset: arrow's scanner copes badly
+    with the unaligned buffers of frames converted from pandas)."""
 
     def __init__(self, batches: Iterator[Any]) -> None:
         self._batches = batches
 
-    def to_batches(self, columns: list[str], batch_size: int) -> Iterator[Any]:
+    def to_batches(self, columns: list[str], batch_size: int | None = None) -> Iterator[Any]:
         for batch in self._batches:
-            yield batch.select(columns)
+            for start in range(0, batch.num_rows, batch_size or batch.num_rows or 1):
+                yield batch.slice(start, batch_size).select(columns)
 
 
 def source_for(obj: Any, side: str) -> LocalSource | EngineSource:
@@ -247,6 +249,8 @@ def source_for(obj: Any, side: str) -> LocalSource | EngineSource:
         return obj
     engine = engine_of(obj, side)
     if engine == "dask":
+        if not all(isinstance(c, str) for c in obj.columns):  # arrow names columns by strings
+            obj = obj.rename(columns=str)
         return DaskSource(obj, side).check()
     if engine == "spark":
         return SparkSource(obj, side).check()
