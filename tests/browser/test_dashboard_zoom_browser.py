@@ -1,11 +1,14 @@
 """The dashboard's zoom in a real JupyterLab: a drag across the learning curves of a long
 run asks the kernel for that range (views/_dashboard_zoom.py answers), and the page draws
 the answer's points, many more than the page held there; a double-click goes back to the
-whole run."""
+whole run. Then JupyterLab's dark theme: the toolbar, the hover tip and the export buttons
+keep readable text (the charts are a white sheet, their text dark by construction)."""
 
 from __future__ import annotations
 
 import pytest
+
+from .test_dark_and_paging import CONTRAST_JS, _theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,6 +21,13 @@ for step in range(40_000):
 session.close()
 session.dashboard()
 """]
+
+DARK_GROUPS = {"toolbar": ".jp-Notebook .vd-dash .vd-bar, .jp-Notebook .vd-dash .vd-bar *",
+               "hover tip": ".jp-Notebook .vd-dash .vd-tip",
+               "export buttons": ".jp-Notebook .vd-dash .vd-export button"}
+
+RAW_X_JS = """() => document.querySelector('.jp-Notebook .vd-panel-curves').data
+  .find((d) => d.name === 'loss' && d.meta && d.meta.raw).x"""
 
 # points of the raw 'loss' trace drawn inside [lo, hi]
 INSIDE_JS = """([lo, hi]) => {
@@ -36,12 +46,13 @@ def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
     curves.scroll_into_view_if_needed()
     area = curves.locator(".vd-plot-area").bounding_box()
     y = area["y"] + area["height"] / 2
+    own = page.evaluate(RAW_X_JS)  # the page's own points, before the kernel is asked
     page.mouse.move(area["x"] + 0.40 * area["width"], y)
     page.mouse.down()
     page.mouse.move(area["x"] + 0.45 * area["width"], y, steps=4)
     page.mouse.up()
     lo, hi = (float(v) for v in curves.get_attribute("data-xrange").split(","))
-    before = page.evaluate(INSIDE_JS, [lo, hi])  # the page's own points of the range
+    before = sum(lo <= x <= hi for x in own)  # (the answer may be drawn already)
     page.wait_for_function("() => !!document.querySelector('.jp-Notebook .vd-panel-curves')"
                            ".dataset.zoomed", timeout=30_000)
     after = page.evaluate(INSIDE_JS, [lo, hi])
@@ -51,3 +62,17 @@ def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
     assert curves.get_attribute("data-zoomed") is None
     assert page.evaluate(INSIDE_JS, [lo, hi]) == before
     lab.screenshot(page, "dashboard_zoomed.png", curves)
+
+    for theme in ("JupyterLab Dark", "JupyterLab Light"):
+        _theme(lab, page, theme)
+        area = curves.locator(".vd-plot-area").bounding_box()
+        tip = curves.locator(".vd-tip")
+        for k in range(40):  # down a column until the pointer meets the curve: the tip
+            page.mouse.move(area["x"] + 0.5 * area["width"], area["y"] + area["height"] * k / 40)
+            if tip.is_visible():
+                break
+        got = page.evaluate(CONTRAST_JS, DARK_GROUPS)
+        for name, found in got.items():
+            assert found["n"] > 0, (theme, name)
+            assert found["worst"][0]["ratio"] >= 4.5, (theme, name, found["worst"])
+    lab.screenshot(page, "dashboard_light_after_dark.png", curves)

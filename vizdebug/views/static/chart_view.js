@@ -108,7 +108,8 @@ function vdChart(div, options = {}) {
   const bar = vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`);
   const tip = document.createElement("div");
   tip.className = "vd-tip";
-  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;" +
+  // dark text on the white tip, whatever the theme's text colour (the chart is a white sheet)
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;color:#222;" +
     `border:1px solid #bbb;border-radius:3px;padding:2px 6px;font:12px ${VD_FONT};` +
     "white-space:nowrap;z-index:2";
   const draw = () => {

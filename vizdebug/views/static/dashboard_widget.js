@@ -15,7 +15,7 @@ function controls(el) {
         <b>vizdebug training</b>
         <button class="vd-badge" type="button" style="display:none;border:0;border-radius:10px;
           padding:2px 10px;font-size:12px;font-weight:600;cursor:pointer"></button>
-        <span class="vd-status" style="color:#555"></span>
+        <span class="vd-status" style="color:var(--jp-ui-font-color2,#555)"></span>
         <label style="margin-left:auto">smoothing <input class="vd-smooth" type="range" min="0"
           max="0.99" step="0.01" value="0.6" style="vertical-align:middle"></label>
         <label><input class="vd-log" type="checkbox"> log scale</label>
