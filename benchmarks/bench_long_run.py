@@ -14,6 +14,7 @@ dashboard's page asks it, the whole run at 1,000 points (``scalars(points=1000)`
     python benchmarks/bench_long_run.py                  # 1,000,000 steps
     python benchmarks/bench_long_run.py --steps 100000   # a quicker reading
     python benchmarks/bench_long_run.py --steps 100000 --paired /tmp/old --repeats 3
+    python benchmarks/bench_long_run.py --file /tmp/long.sqlite   # the vd.watch loop, kept
 
 ``--paired TREE``: the write cost only, interleaved: each repeat runs the plain loop and
 the ``vd.watch`` loop in a fresh process with this tree's vizdebug and with ``TREE``'s (a
@@ -95,6 +96,7 @@ def with_vizdebug(steps: int, path: Path) -> float:
 
     took = train(steps, log, model)
     session.close()
+    with_vizdebug.writer_cpu = session.store.cpu_seconds  # type: ignore[attr-defined]
     return took
 
 
@@ -110,13 +112,15 @@ def write_only(steps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         plain_s = plain(steps, Path(tmp)) / steps
         vd_s = with_vizdebug(steps, Path(tmp) / "long.sqlite") / steps
-    print(json.dumps({"plain": plain_s, "vd": vd_s, "tree": vd.__file__}))
+    print(json.dumps({"plain": plain_s, "vd": vd_s, "tree": vd.__file__,
+                      "writer_cpu": with_vizdebug.writer_cpu / steps}))  # type: ignore[attr-defined]
 
 
 def paired(steps: int, old: str, repeats: int) -> None:
     """Interleaved write cost of this tree against ``old`` (fresh processes)."""
     here = str(Path(__file__).resolve().parents[1])
     got: dict[str, list[float]] = {"old": [], "new": []}
+    cpu: dict[str, list[float]] = {"old": [], "new": []}
     for k in range(repeats):
         for label in (("old", "new") if k % 2 == 0 else ("new", "old")):
             tree = old if label == "old" else here
@@ -125,15 +129,21 @@ def paired(steps: int, old: str, repeats: int) -> None:
             line = json.loads(out.stdout.strip().splitlines()[-1])
             extra = (line["vd"] - line["plain"]) * 1e6
             got[label].append(extra)
+            cpu[label].append(line["writer_cpu"] * 1e6)
             print(f"  {label}: plain {line['plain'] * 1e6:6.1f} us/step, vd.watch + store "
-                  f"{line['vd'] * 1e6:6.1f} us/step (+{extra:.1f} us) [{line['tree']}]")
-    old_m, new_m = statistics.median(got["old"]), statistics.median(got["new"])
-    print(f"median overhead: old +{old_m:.1f} us/step, new +{new_m:.1f} us/step "
-          f"(new/old {new_m / old_m:.2f}x)")
+                  f"{line['vd'] * 1e6:6.1f} us/step (+{extra:.1f} us); the writer thread's "
+                  f"CPU {line['writer_cpu'] * 1e6:.1f} us/step [{line['tree']}]")
+    for what, values in (("overhead (wall)", got), ("writer CPU", cpu)):
+        old_m, new_m = statistics.median(values["old"]), statistics.median(values["new"])
+        print(f"median {what}: old {old_m:.1f} us/step, new {new_m:.1f} us/step "
+              f"(new/old {new_m / old_m:.2f}x)")
 
 
 def read_back(run: Path, steps: int) -> None:
-    """Open, draw, diagnose and zoom the stored run, each from what the previous left."""
+    """Open, draw, diagnose and zoom the stored run, each from what the previous left
+    (pandas imported first, as in a notebook: its import is not the run's cost)."""
+    import pandas  # noqa: F401
+
     from vizdebug.views._dashboard_zoom import answer_zoom
     from vizdebug.views.dashboard import Dashboard
 
@@ -166,12 +176,21 @@ def main() -> None:
     parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--paired", metavar="TREE", help="interleaved write cost against TREE")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--file", type=Path, help="write the vd.watch loop alone into FILE "
+                        "(kept; if it exists, only read it back)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.write_only:
         return write_only(args.steps)
     if args.paired:
         return paired(args.steps, args.paired, args.repeats)
+    if args.file:  # the vd.watch loop alone into FILE (unless it exists), then the reads
+        if not args.file.exists():
+            took = with_vizdebug(args.steps, args.file)
+            print(f"vd.watch + store {took:8.1f} s  {took / args.steps * 1e6:7.1f} us/step")
+        size = sum(os.path.getsize(p) for p in args.file.parent.glob(args.file.name + "*"))
+        print(f"run file: {size / 1e6:.1f} MB")
+        return read_back(args.file, args.steps)
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "long.sqlite"
         per = {}

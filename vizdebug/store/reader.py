@@ -34,7 +34,7 @@ MAX_SYSTEM = 3600    # system samples (an hour at 1 Hz, as a live session)
 FETCH = 100_000      # rows per fetch while reading increments
 MAX_CELLS = 1 << 25  # sampled values held per kind (rows x width x fields; 256 MB)
 MAX_WIDTH = 100_000  # modules or parameters in one sampled row
-MAX_CHUNKS = 1000    # stored chunks of sampled rows read per kind at once (evenly spread)
+MAX_CHUNKS = 200     # stored chunks of sampled rows read per kind at once (evenly spread)
 FIELDS = {"activations": len(ACTIVATION_FIELDS), "grads": len(GRAD_FIELDS)}
 # rows whose columns hold what the writer writes (a crafted file may hold anything)
 VALID_SCALAR = ("typeof(step)='integer' AND typeof(name)='text' AND typeof(time) IN "
@@ -233,7 +233,7 @@ class RunReader:
             cursor = conn.execute("SELECT rowid, kind, steps, rows FROM samples WHERE rowid IN "
                                   "(SELECT value FROM json_each(?)) ORDER BY rowid", (wanted,))
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in FIELDS}
-        cells = dict.fromkeys(FIELDS, 0)
+        cells, rows = dict.fromkeys(FIELDS, 0), dict.fromkeys(FIELDS, 0)
         for rowid, kind, steps_blob, rows_blob in cursor:  # one chunk at a time: bounded
             self.sample_rowid = max(self.sample_rowid, rowid)
             if kind not in FIELDS:
@@ -245,9 +245,10 @@ class RunReader:
                 continue
             parts[kind].append((steps, block))
             cells[kind] += block.shape[0] * max(block.shape[1], widths.get(kind, 0)) * FIELDS[kind]
-            if cells[kind] > MAX_CELLS or sum(s.size for s, _ in parts[kind]) > MAX_SAMPLES:
+            rows[kind] += steps.size
+            if cells[kind] > MAX_CELLS or rows[kind] > MAX_SAMPLES:
                 self._merge(kind, parts[kind], widths)
-                parts[kind], cells[kind] = [], 0
+                parts[kind], cells[kind], rows[kind] = [], 0, 0
         for kind, new in parts.items():
             if new or kind not in self.samples:
                 self._merge(kind, new, widths)
