@@ -274,6 +274,7 @@ def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool) -
           f"the others over {steps})\n")
     print("| shape | leaf modules | plain ms/step | configuration | watched / plain (95%) "
           "| extra us/step | us per module |\n|---|---|---|---|---|---|---|")
+    decided: list[str] = []
     for shape in SHAPES.values():
         rows = {"vd.watch defaults": paired_vizdebug(shape, default_steps, "auto"),
                 "vd.watch(every=1)": paired_vizdebug(shape, steps, 1),
@@ -294,6 +295,11 @@ def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool) -
         print(f"| {shape.name} | | {both['plain_ms']:.2f} | the same, interleaved on one model "
               f"(every=1 {both['vd_us']:.1f} us, naive {both['naive_us']:.1f} us per module) | "
               f"**{both['of_naive']:.2f}** ({both['lo']:.2f}-{both['hi']:.2f}) | | |")
-        print(f"| {shape.name} | | | defaults | **{rows['vd.watch defaults']['ratio']:.3f}x** "
-              f"(target <= 1.03x; {rows['vd.watch defaults']['samples']} samples) | | |",
-              flush=True)
+        d = rows["vd.watch defaults"]
+        decided.append(f"{shape.name} {d['ratio']:.3f}x (95% {d['lo']:.3f}-{d['hi']:.3f}): "
+                       + ("met" if d["hi"] <= 1.03 else "not met" if d["lo"] > 1.03
+                          else "undecided"))
+        print(f"| {shape.name} | | | defaults | **{d['ratio']:.3f}x** "
+              f"(target <= 1.03x; {d['samples']} samples) | | |", flush=True)
+    print("\nthree shapes, defaults (paired, from step 0; target <= 1.03x each): "
+          + "; ".join(decided))
