@@ -29,6 +29,7 @@ from ..records import TrainingRecords, TrainingSource
 from ._base import TWIN_INTERVAL, View, live_esm, script_json
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
+from ._dashboard_zoom import answer_zoom
 from ._figure_svg import figure_svg
 from .epochs_table import epochs_html
 from .panel_frames import source_figure, source_frame
@@ -243,6 +244,7 @@ class Dashboard(View):
             _WIDGET_CLASS = _widget_class()
         widget = _WIDGET_CLASS()
         self._widget = widget
+        widget.on_msg(self._on_message)  # the page's zoom asks for a step range
         # The session keeps the view: `display(session.dashboard())` holds no other
         # reference, and the view is what pushes new data (from log() and its thread).
         add_view = getattr(self.source, "add_view", None)
@@ -252,6 +254,12 @@ class Dashboard(View):
         if self.live:
             self.start()
         return widget
+
+    def _on_message(self, widget: Any, content: Any, buffers: Any = None) -> None:
+        """A zoom from the page: send the curves of its step range at its resolution
+        (``_dashboard_zoom``: the protocol; any other message is not ours)."""
+        if isinstance(content, dict) and content.get("kind") == "zoom":
+            widget.send(answer_zoom(self.source, content))
 
     def refresh(self, force: bool = False) -> bool:
         """Push new data to the widget if any arrived and the throttle allows; True if it did.
