@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WIDGET = "application/vnd.jupyter.widget-view+json"
 # the public calls that return a view: each promises one view where it is written
 VIEW_CALLS = re.compile(r"\b(show_batch|show_embeddings|show_embedding_frames|show_predictions|"
-                        r"show_top_losses|compare_distributions|compare_runs)\(|\.(dashboard|embeddings)\(\)")
+                        r"show_top_losses|compare_distributions|compare_runs|show_ranks|lr_find)\(|\.(dashboard|embeddings)\(\)")
 # README blocks for the training frameworks: they promise findings, not views (their
 # callbacks are tested in tests/test_integration_*.py)
 FRAMEWORK_BLOCK = re.compile(r"vizdebug\.integrations|accelerator\.")

@@ -30,7 +30,9 @@ def test_a_report_draws_its_dashboard_offline(tmp_path):
             "() => [...document.querySelectorAll('.vd-legend-item title')].map((e) => e.textContent)")
         assert EVIL in legend, legend
         assert page.locator('img[src="x"]').count() == 0
-        heat = page.locator(".vd-plot-area").nth(1).bounding_box()  # the gradient panel
+        area = page.locator(".vd-plot-area").nth(1)  # the gradient panel
+        area.scroll_into_view_if_needed()  # below the fold once the epoch table is above it
+        heat = area.bounding_box()
         page.mouse.move(heat["x"] + heat["width"] / 2, heat["y"] + 4)
         tip = page.locator(".vd-tip:visible")
         tip.wait_for(timeout=5_000)
