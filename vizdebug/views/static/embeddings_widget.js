@@ -237,9 +237,9 @@ function vdMotion(s, queue, kept) {
   s.moving = false;
   const still = () => {
     timer = null;
-    s.moving = false;
-    queue(() => s.plot.unfilter({ preventEvent: true })  // the filter dropped the rest of it
-      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true })));
+    queue(() => s.plot.unfilter({ preventEvent: true })  // 'moving' until the selection is back
+      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true }))
+      .finally(() => { s.moving = false; }));
   };
   return () => {
     if (!s.plot || s.d.x.length <= VD_MOVING_AT || s.transition) return;
