@@ -132,7 +132,8 @@ def test_the_offline_html_shows_the_final_dashboards(executed, tmp_path):
         # line at least, the buggy run's loss up to where it went NaN
         for dash, lines in ((good, 2), (bad, 1)):
             assert "closed" in dash.locator(".vd-twin-status").inner_text()
-            curves = dash.locator("svg.vd-figure-svg").first
+            # the first chart picture (not the layer and optimizer panels above the charts)
+            curves = dash.locator(".vd-twin-charts svg.vd-figure-svg").first
             assert curves.locator("polyline").count() >= lines
         assert good.locator("svg.vd-figure-svg rect[fill^='#']").count() > 100  # heatmap
         assert bad.locator(".vd-finding.vd-error").count() == 4

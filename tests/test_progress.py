@@ -30,9 +30,21 @@ class Items:
         return np.random.default_rng(i).random((1, 8, 8)).astype(np.float32), i % 3
 
 
+_EARLIER: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_threads():
+    """Threads alive before the test (another library's tqdm bar in an earlier test of the
+    same process can leave tqdm's monitor running): not this test's to answer for."""
+    _EARLIER.clear()
+    _EARLIER.update(threading.enumerate())
+    yield
+
+
 def _ours() -> list[threading.Thread]:
-    return [t for t in threading.enumerate()
-            if t.name == "vizdebug-progress" or type(t).__name__ == "TMonitor"]
+    return [t for t in threading.enumerate() if t not in _EARLIER and
+            (t.name == "vizdebug-progress" or type(t).__name__ == "TMonitor")]
 
 
 @pytest.fixture

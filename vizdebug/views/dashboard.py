@@ -229,7 +229,7 @@ class Dashboard(View):
             for name in PANELS)
         return (f'<div class="vd-dashboard vd-dashboard-static"><h3>Training dashboard</h3>'
                 f'<p class="vd-note vd-twin-status">{html.escape(status)}</p>{found}'
-                f'<div style="display:flex;flex-wrap:wrap;gap:8px;max-width:1000px">'
+                f'<div class="vd-twin-charts" style="display:flex;flex-wrap:wrap;gap:8px;max-width:1000px">'
                 f"{pictures}</div></div>")
 
     def _sync_twin(self, content: tuple[dict[str, Any], str, str], force: bool) -> None:

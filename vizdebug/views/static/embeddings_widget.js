@@ -308,7 +308,7 @@ function render({ model, el }) {
     model.save_changes();
     vdStrip(ui.strip, s.d, model.get("thumbs"), sel);
   };
-  const fit = () => { if (s.plot) { s.fitted = true; s.plot.zoomToArea({ x: -1, y: -1, width: 2, height: 2 }, { transition: false }); } };
+  const fit = () => { if (s.plot && ui.stage.clientWidth > 0 && ui.stage.clientHeight > 0) { s.fitted = true; s.plot.zoomToArea({ x: -1, y: -1, width: 2, height: 2 }, { transition: false }).catch(() => {}); } };
   const start = (tries) => {
     if (!el.isConnected || ui.stage.clientWidth === 0) {
       if (tries < 200) setTimeout(() => start(tries + 1), 50);
