@@ -47,7 +47,7 @@ from torch.utils.data import DataLoader, TensorDataset
 import vizdebug as vd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overhead_shapes import run_shapes
+from overhead_shapes import run_shapes, verdict
 
 # The machine is shared: wall time swings with other people's jobs. One intra-op thread
 # and CPU time of this process make the runs comparable (I/O waits are not counted, so
@@ -254,12 +254,6 @@ def _stepper(every: int | str) -> tuple[Callable[[np.ndarray, bool], None], obje
         acc += (t1 - t0, t2 - t1, t3 - t2, t4 - t3, clock() - t4)
 
     return step, session
-
-
-def verdict(lo: float, hi: float, target: float) -> str:
-    """``met`` when the whole 95% interval is at or below the target, ``not met`` when it
-    is above, else ``undecided`` (more steps, or a quieter machine)."""
-    return "met" if hi <= target else ("not met" if lo > target else "undecided")
 
 
 def paired(steps: int, every: int | str) -> tuple[float, float, float]:

@@ -40,6 +40,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import vizdebug as vd
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overhead_shapes import verdict
+
 torch.set_num_threads(1)
 CLOCK = time.thread_time
 KINDS = ("plain", "vd.watch defaults", "naive hooks, .item()", "naive hooks, tensors kept")
@@ -158,9 +161,8 @@ def main() -> None:
               f"{1e3 * np.mean(totals[:, k] - plain):+.1f} |")
     ratio = totals[:, 1].sum() / plain.sum()
     lo, hi = bootstrap(totals[:, 1], plain)
-    verdict = "met" if hi <= TARGET else ("not met" if lo > TARGET else "undecided")
     print(f"\nfrom step 0 ({args.steps}-step 33-module MLP): defaults {ratio:.3f}x (95% {lo:.3f}-{hi:.3f}; "
-          f"target <= {TARGET:.2f}x): {verdict}")
+          f"target <= {TARGET:.2f}x): {verdict(lo, hi, TARGET)}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,12 @@ import vizdebug as vd
 CLOCK = time.thread_time
 
 
+def verdict(lo: float, hi: float, target: float) -> str:
+    """``met`` when the whole 95% interval is at or below the target, ``not met`` when it
+    is above, else ``undecided`` (more steps, or a quieter machine)."""
+    return "met" if hi <= target else ("not met" if lo > target else "undecided")
+
+
 @dataclass
 class Shape:
     name: str
@@ -297,8 +303,7 @@ def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool) -
               f"**{both['of_naive']:.2f}** ({both['lo']:.2f}-{both['hi']:.2f}) | | |")
         d = rows["vd.watch defaults"]
         decided.append(f"{shape.name} {d['ratio']:.3f}x (95% {d['lo']:.3f}-{d['hi']:.3f}): "
-                       + ("met" if d["hi"] <= 1.03 else "not met" if d["lo"] > 1.03
-                          else "undecided"))
+                       + verdict(d["lo"], d["hi"], 1.03))
         print(f"| {shape.name} | | | defaults | **{d['ratio']:.3f}x** "
               f"(target <= 1.03x; {d['samples']} samples) | | |", flush=True)
     print("\nthree shapes, defaults (paired, from step 0; target <= 1.03x each): "
