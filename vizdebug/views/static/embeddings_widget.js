@@ -237,9 +237,9 @@ function vdMotion(s, queue, kept) {
   s.moving = false;
   const still = () => {
     timer = null;
-    queue(() => s.plot.unfilter({ preventEvent: true })  // 'moving' until the selection is back
-      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true }))
-      .finally(() => { s.moving = false; }));
+    s.moving = false;
+    queue(() => s.plot.unfilter({ preventEvent: true })  // the filter dropped the rest of it
+      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true })));
   };
   return () => {
     if (!s.plot || s.d.x.length <= VD_MOVING_AT || s.transition) return;
@@ -308,7 +308,7 @@ function render({ model, el }) {
     model.save_changes();
     vdStrip(ui.strip, s.d, model.get("thumbs"), sel);
   };
-  const fit = () => { if (s.plot && ui.stage.clientWidth > 0 && ui.stage.clientHeight > 0) { s.fitted = true; s.plot.zoomToArea({ x: -1, y: -1, width: 2, height: 2 }, { transition: false }).catch(() => {}); } };
+  const fit = () => { if (s.plot) { s.fitted = true; s.plot.zoomToArea({ x: -1, y: -1, width: 2, height: 2 }, { transition: false }); } };
   const start = (tries) => {
     if (!el.isConnected || ui.stage.clientWidth === 0) {
       if (tries < 200) setTimeout(() => start(tries + 1), 50);
