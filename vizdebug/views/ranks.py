@@ -26,6 +26,7 @@ from ._figure_svg import figure_svg
 MAX_RANK_LINES = 16  # ranks drawn one line each (the band covers them all)
 FOLLOW_INTERVAL = 2.0  # seconds between two reads of a running job's files
 FOLLOW_QUIET = 60.0    # seconds with every file closed (or unchanged) before it stops
+FOLLOW_FAILURES = 5    # reads failing in a row before it stops
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
@@ -166,8 +167,11 @@ class RanksView(View):
 
 
 def _follow(ref: weakref.ref, interval: float) -> None:
-    """The loop of :meth:`RanksView.follow` (holds the view weakly between reads)."""
-    last, quiet_since = None, time.monotonic()
+    """The loop of :meth:`RanksView.follow` (holds the view weakly between reads).
+
+    A read that fails (a rank's file caught while its writer creates it) is tried again
+    at the next interval; only :data:`FOLLOW_FAILURES` failures in a row stop it."""
+    last, quiet_since, failures = None, time.monotonic(), 0
     while True:
         time.sleep(interval)
         view = ref()
@@ -176,12 +180,20 @@ def _follow(ref: weakref.ref, interval: float) -> None:
         try:
             versions = [run.version for run in view.source.ranks.values()]
             if versions != last:
-                last, quiet_since = versions, time.monotonic()
                 view.refresh()
                 view.update_twin(force=True)
-            done = not view.running() or time.monotonic() - quiet_since > FOLLOW_QUIET
-        except Exception:  # a view that cannot read on stops following, never raises
-            return
+                # the versions read before the redraw: a rank that changed during it is
+                # read again at the next interval
+                last, quiet_since = versions, time.monotonic()
+            # stops once every rank closed and nothing was written since the last read
+            # (a rank that closed during the redraw gets one more)
+            done = ((not view.running()
+                     and [run.version for run in view.source.ranks.values()] == last)
+                    or time.monotonic() - quiet_since > FOLLOW_QUIET)
+            failures = 0
+        except Exception:  # never raises into the notebook: tries again, then gives up
+            failures += 1
+            done = failures >= FOLLOW_FAILURES
         del view
         if done:
             return
