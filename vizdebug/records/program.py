@@ -112,6 +112,9 @@ class ProgramFacts:
     frozen: list[str] = field(default_factory=list)       # parameters with requires_grad=False
     frozen_norms_training: list[str] = field(default_factory=list)  # frozen norms in train()
     frozen_norms_eval: list[str] = field(default_factory=list)      # frozen norms in eval()
+    # frozen norms the program had put in eval() itself, inside a model in train(), when
+    # it was watched (a freeze() recipe's intent: their statistics are to stay)
+    frozen_norms_set_eval: list[str] = field(default_factory=list)
     lazy: list[str] = field(default_factory=list)         # modules built lazily
     # where compiled code (torch.compile, TorchScript) starts: no forward hook runs there
     compiled: list[str] = field(default_factory=list)
@@ -149,7 +152,8 @@ class ProgramFacts:
             loader_batch_size=None if batch is None else int(batch),
             batch_sizes=[int(b) for b in d.get("batch_sizes", [])[:MAX_FACT_PATHS]],
             frozen=paths("frozen"), frozen_norms_training=paths("frozen_norms_training"),
-            frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
+            frozen_norms_eval=paths("frozen_norms_eval"),
+            frozen_norms_set_eval=paths("frozen_norms_set_eval"), lazy=paths("lazy"),
             compiled=paths("compiled"),
             input_requires_grad=bool(d.get("input_requires_grad", False)),
             axes=[AxisFacts.from_json(a) for a in d.get("axes", [])[:MAX_AXIS_FACTS]],
@@ -165,7 +169,8 @@ class ProgramFacts:
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
-                "frozen_norms_training", "frozen_norms_eval", "lazy", "compiled",
+                "frozen_norms_training", "frozen_norms_eval", "frozen_norms_set_eval", "lazy",
+                "compiled",
                 "input_requires_grad",
                 "drop_last", "dataset_len")
 

@@ -52,6 +52,9 @@ class ProgramTap:
         self._frozen_norms = [(n, weakref.ref(m)) for n, m in model.named_modules()
                               if _frozen_norm(m)][:MAX_FACT_PATHS]
         self._optimizers: dict[int, tuple[weakref.ref, OptimizerFacts]] = {}
+        # frozen norm layers in eval() inside a model in train() at watch: set so by the program
+        self.norms_set_eval = [n for n, ref in self._frozen_norms
+                               if model.training and not ref().training]
         self.norms_training: set[str] = set()
         self.norms_eval: set[str] = set()
         # frozen norm layers' running means at the first mode check, and how far (in their
@@ -161,7 +164,8 @@ class ProgramTap:
             loader_batch_size=self.loader_batch_size, batch_sizes=list(self.batch_sizes),
             frozen=self.frozen[:MAX_FACT_PATHS],
             frozen_norms_training=sorted(self.norms_training),
-            frozen_norms_eval=sorted(self.norms_eval), lazy=self.lazy[:MAX_FACT_PATHS],
+            frozen_norms_eval=sorted(self.norms_eval),
+            frozen_norms_set_eval=list(self.norms_set_eval), lazy=self.lazy[:MAX_FACT_PATHS],
             compiled=self.compiled[:MAX_FACT_PATHS],
             input_requires_grad=self.input_requires_grad, axes=self.axes.facts(),
             drop_last=self.drop_last, dataset_len=self.dataset_len,
