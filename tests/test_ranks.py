@@ -90,6 +90,22 @@ def test_the_first_nonfinite_value_is_named_with_its_rank_and_step():
     assert f.evidence["first_step_by_rank"] == {"0": 3, "1": 2}
 
 
+def test_the_ranks_chart_marks_where_a_curve_turns_nonfinite():
+    """The lines stop at a NaN; the chart says where and on which rank (a dashed line at
+    that step and the words), and a job that stayed finite gets neither."""
+    nan, inf = float("nan"), float("inf")
+    ranks = [_rank(0, records=_loss([3, 2, 1, nan, nan])),
+             _rank(1, records=_loss([3, 2, inf, nan, nan])),
+             _rank(2, records=_loss([3, 2, 1, 1, 1]))]
+    html = vd.RanksView.from_ranks(ranks).to_html()
+    assert ">non-finite from step 2 (rank 1)</text>" in html
+    assert html.count("stroke-dasharray") == 1
+    ranks[0] = _rank(0, records=_loss([3, 2, nan, nan, nan]))
+    assert "non-finite from step 2 (ranks 0, 1)" in vd.RanksView.from_ranks(ranks).to_html()
+    quiet = vd.RanksView.from_ranks([_rank(k, records=_loss([3, 2, 1])) for k in range(2)])
+    assert "non-finite from" not in quiet.to_html() and "dasharray" not in quiet.to_html()
+
+
 def test_an_activation_comes_before_the_loss_of_its_step():
     ev = AnomalyEvent("nonfinite-activation", 4, "net.2", "ReLU", "NaN out of net.2")
     rec = _loss([1, 1, 1, 1, float("nan")])

@@ -53,10 +53,35 @@ def rank_figure(ranks: list[RankData], metric: str) -> dict[str, Any]:
         traces.append({"type": "scatter", "mode": "lines", "name": f"rank {rank}",
                        "x": np.asarray(steps).tolist(), "y": _finite(values),
                        "line": {"color": colour(i), "width": 1.2}, "opacity": 0.9})
-    return {"data": traces, "layout": {
+    layout: dict[str, Any] = {
         "height": 340, "margin": {"l": 64, "r": 150, "t": 34, "b": 40},
         "title": {"text": f"{metric} on each rank, and their range"},
-        "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": metric}}}}
+        "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": metric}}}
+    first = _first_nonfinite(curves)
+    if first is not None:  # where the lines stop, and why: a marked step, said in words
+        step, ranks = first
+        on = ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
+        layout["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": step,
+                             "x1": step, "y0": 0, "y1": 1}]
+        layout["annotations"] = [{
+            "text": f"non-finite from step {step} (rank{'s' if len(ranks) > 1 else ''} {on})",
+            "x": 1.0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "right",
+            "showarrow": False, "font": {"size": 11, "color": "#b00020"}}]
+    return {"data": traces, "layout": layout}
+
+
+def _first_nonfinite(curves: dict[int, tuple[Any, Any]]) -> tuple[int, list[int]] | None:
+    """The first step at which a rank's value is NaN or infinite, and the ranks with a
+    non-finite value at that step (None when every value is finite)."""
+    at: dict[int, int] = {}
+    for rank, (steps, values) in curves.items():
+        bad = ~np.isfinite(np.asarray(values, dtype=float))
+        if bad.any():
+            at[rank] = int(np.asarray(steps)[bad].min())
+    if not at:
+        return None
+    step = min(at.values())
+    return step, sorted(k for k, v in at.items() if v == step)
 
 
 def straggler_html(rows: list[StragglerRow]) -> str:
