@@ -33,7 +33,12 @@ from ...analysis.training.loss_checks import (
     batch_of,
     normalised_over_batch,
 )
-from ...analysis.training.loss_verdicts import NO_GRAPH, NORMALISED_AXIS, SQUASHED_TWICE
+from ...analysis.training.loss_verdicts import (
+    CUT_FROM_MODEL,
+    NO_GRAPH,
+    NORMALISED_AXIS,
+    SQUASHED_TWICE,
+)
 from .anomaly import AnomalyEvent
 from .loss_rules import (
     LOSS_FUNCTIONS,
@@ -229,6 +234,9 @@ def _backward_seen(problem: Observation) -> str:
     if detail["check"] == NO_GRAPH:
         return "backward() was called on a tensor without a graph (a new leaf)"
     shapes = ", ".join(str(tuple(s)) for s in detail["shapes"])
+    if detail["check"] == CUT_FROM_MODEL:
+        return (f"backward() on a graph whose only leaves are {detail['count']} new tensors "
+                f"(shapes {shapes}): none of the model's parameters")
     return (f"{detail['count']} tensors that require gradients feed the loss but are neither "
             f"parameters of the watched model nor held by its optimizer (shapes {shapes})")
 
