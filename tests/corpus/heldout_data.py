@@ -259,5 +259,5 @@ DATA_FAULTS: list[Fault] = [
     Fault("heldout/multilabel-predicts-no-label", multilabel_predicts_no_label,
           "misleading-accuracy", None, "github.com/appvision-ai/fast-bert/issues/52"),
     Fault("heldout/validation-predictions-shuffled", validation_predictions_shuffled,
-          "misleading-accuracy", None, "github.com/skorch-dev/skorch/issues/499"),
+          "predictions-misaligned", "val_acc", "github.com/skorch-dev/skorch/issues/499"),
 ]

@@ -127,6 +127,7 @@ class ProgramFacts:
     # how far each frozen norm layer's running mean moved since the first mode check, in
     # units of its running std then (mean over channels; the largest reading)
     frozen_norm_drift: dict[str, float] = field(default_factory=dict)
+    loss_functions: list[str] = field(default_factory=list)  # torch loss functions called
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _FACT_FIELDS}
@@ -165,12 +166,13 @@ class ProgramFacts:
                           for lo, hi in d.get("input_ranges", [])[:MAX_FACT_PATHS]],
             frozen_norm_drift={str(k)[:500]: float(v) for k, v in
                                list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
+            loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:16]],
         )
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
                 "frozen_norms_training", "frozen_norms_eval", "frozen_norms_set_eval", "lazy",
-                "compiled",
+                "compiled", "loss_functions",
                 "input_requires_grad",
                 "drop_last", "dataset_len")
 

@@ -85,6 +85,7 @@ class LossWatch:
         self.graph_checked = False
         self.step = 0
         self.calls = 0  # loss calls checked
+        self.functions: dict[str, None] = {}  # the loss functions seen, in order (16 at most)
         self.offered = 0  # sampled steps offered to arm()
         self.seen: set[tuple[str, str]] = set()
         self._mode: Any = None
@@ -147,6 +148,8 @@ class LossWatch:
         """Check one loss call (never raises)."""
         try:
             self.calls += 1
+            if len(self.functions) < 16:
+                self.functions.setdefault(name)
             for code, detail in check_loss_call(name, args, kwargs, self._made):
                 self._report(name, code, detail, observed(detail))
         except Exception as exc:

@@ -78,6 +78,7 @@ class ProgramTap:
                             ][:MAX_FACT_PATHS]
         self.input_ranges: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
         self.step = lambda: 0  # the training step in progress (the session's clock)
+        self.loss_functions = lambda: []  # the loss functions the loss check saw
         self.version = 0
         self.axes = AxisWatch(model, changed=self._changed)  # the first training forwards
 
@@ -172,6 +173,7 @@ class ProgramTap:
             batch_norms=[list(b) for b in self.batch_norms],
             input_ranges=[list(r) for r in self.input_ranges],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
+            loss_functions=[str(f) for f in self.loss_functions()][:16],
         )
 
     def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:
