@@ -93,6 +93,7 @@ class ModelHooks(LayerHooks):
         self.on_input: Callable[[tuple], None] | None = None  # a sampled step's model input
         self.known_tensors: Callable[[], set[int]] = set  # trained or fed by the program
         self._sampled_step: int | None = None  # its number, until it is sealed
+        self._armed = False  # the loss checks may be armed (see _disarm)
         self._eval = False
         # (ident, Thread) of the thread whose steps the clock counts
         self.train_thread: tuple[int, threading.Thread] | None = None
@@ -105,6 +106,7 @@ class ModelHooks(LayerHooks):
         self._rooted = False  # whether they include the root hooks
         self.handles: list[Any] = self._root_hooks(model)
         self.step_handles: list[Any] = []
+        self._hooked = False
         self.clock = StepClock({id(p) for _, p in params}, self._new_step,
                                self._optimizer_counts, self.on_error)
         if self.permanent:
@@ -187,15 +189,17 @@ class ModelHooks(LayerHooks):
     def _new_step(self) -> None:
         """A training step starts: seal the sampled one that ended, and attach or detach
         the per-layer hooks (a few comparisons between samples)."""
-        if self.train_thread is None or self.train_thread[0] != threading.get_ident():
+        trainer = self.train_thread
+        if trainer is None or trainer[0] != threading.get_ident():
             self.train_thread = (threading.get_ident(), threading.current_thread())
         try:
-            self._disarm()  # the sampled step's loss was seen (or never came)
-            sampler, step = self.sampler, self.step
+            if self._armed:
+                self._disarm()  # the sampled step's loss was seen (or never came)
+            sampler, step = self.sampler, self.clock.step
             sampling = sampler.start_step(step)
             if not sampling and self._sampled_step is None and (
                     self.permanent or not self._hooked):
-                self.sampling = False
+                self.sampling = False  # (between samples: no more than this)
                 return
             start = sampler.clock()
             if self._seal():
@@ -255,6 +259,7 @@ class ModelHooks(LayerHooks):
                 start = self.sampler.clock()
                 self.outputs.end_forward()
                 self.losses.arm(self._sampled_step, args)  # what reaches the loss, until seen
+                self._armed = True
                 if self.losses.armed and self.clock.optimizer is not None:
                     self._loss_seen.start()
                 self.sampler.charge(self.sampler.clock() - start)
@@ -266,6 +271,7 @@ class ModelHooks(LayerHooks):
         if self.losses.armed:
             self.losses.disarm()
         self._loss_seen.stop()
+        self._armed = self.losses.armed  # (a mode pushed after ours keeps it armed)
 
     def _make_pre_hook(self, idx: int) -> Callable:
         path, cls = self.module_paths[idx], self.module_classes[idx]

@@ -98,6 +98,7 @@ class LayerHooks:
 
     _parked: ParkedHooks | None
     _rooted: bool
+    _hooked: bool  # whether the sampled steps' hooks are on
     step_handles: list[Any]
 
     def _attach(self: Any) -> None:
@@ -106,6 +107,7 @@ class LayerHooks:
         key = (root, tuple(self.param_hooks.waiting))  # what the hooks are registered for
         parked, self._parked, self._rooted = self._parked, None, root
         self.param_hooks.attach(self._make_grad_hook)  # (their own: see param_hooks.py)
+        self._hooked = True  # (one attribute read per step between samples)
         if parked is not None and (handles := parked.restore(key)) is not None:
             self.step_handles = handles  # the last sample's hooks, back in place
             return
@@ -127,14 +129,11 @@ class LayerHooks:
             if module is not None:
                 add(module.register_forward_hook(graph_safe(self._make_container_hook(path))))
 
-    @property
-    def _hooked(self: Any) -> bool:
-        """Whether the sampled steps' hooks are on."""
-        return bool(self.step_handles) or self.param_hooks.attached
 
     def _detach(self: Any, park: bool = True) -> None:
         """Take the per-layer hooks off; ``park``: ready for :meth:`_attach` to put back."""
         self.param_hooks.detach()
+        self._hooked = False
         handles, self.step_handles = self.step_handles, []
         if park and handles:  # (lazy parameters hooked since the attach are among them)
             self._parked = ParkedHooks(handles, (self._rooted, tuple(self.param_hooks.waiting)))

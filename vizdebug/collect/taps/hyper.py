@@ -77,8 +77,8 @@ class HyperTap:
         """After an optimizer step the clock counted (never raises)."""
         try:
             step = self.step()
-            if not (self.sampling() or step - self._last >= self.every):
-                return
+            if step - self._last < self.every and not self.sampling():
+                return  # (between reads: one comparison, the sampling flag not asked)
             optimizer = self.optimizer()
             if optimizer is None:
                 return
