@@ -57,6 +57,11 @@ def test_the_rank_the_others_wait_for_is_the_straggler():
     found = job_findings(ranks)
     assert [f.code for f in found] == ["rank-straggler"] and found[0].where == "rank 1"
     assert "rank 1 holds the other ranks up" in found[0].message
+    from vizdebug.views.ranks import straggler_html
+
+    cells = [row.split("</td><td>") for row in straggler_html(table).split("<tr><td>")[1:]]
+    held = [c[4] for c in cells]  # the ranks that waited for rank 1 held nobody up
+    assert held[0] == held[2] == held[3] == "0 ms" and held[1].startswith("3"), held
 
 
 def test_equal_ranks_with_noise_name_no_straggler():

@@ -85,7 +85,9 @@ def _first_nonfinite(curves: dict[int, tuple[Any, Any]]) -> tuple[int, list[int]
 
 
 def straggler_html(rows: list[StragglerRow]) -> str:
-    """The straggler table (a note when no steps were timed on every rank)."""
+    """The straggler table (a note when no steps were timed on every rank). A rank that
+    waited for the others held nobody up: 0 ms there (its wait is in its own column; the
+    signed difference is the score)."""
     if not rows:
         return ("<p class='vd-note'>No steps were timed on every rank yet (the ranks' "
                 "timing needs a few dozen steps of each).</p>")
@@ -94,7 +96,8 @@ def straggler_html(rows: list[StragglerRow]) -> str:
                                               "waited least", ""))
     body = "".join(
         f"<tr><td>{r.rank}</td><td>{r.steps}</td><td>{r.step_time * 1e3:.3g} ms</td>"
-        f"<td>{r.wait * 1e3:.3g} ms</td><td>{r.held * 1e3:.3g} ms</td><td>{r.score:.2f}</td>"
+        f"<td>{r.wait * 1e3:.3g} ms</td><td>{max(r.held, 0.0) * 1e3:.3g} ms</td>"
+        f"<td>{r.score:.2f}</td>"
         f"<td>{r.least_share:.0%}</td><td>{'straggler' if r.straggler else ''}</td></tr>"
         for r in rows)
     return (f'<table class="vd-table vd-rank-table"><thead><tr>{head}</tr></thead>'
