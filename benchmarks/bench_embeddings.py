@@ -13,7 +13,8 @@ default the refined comparison runs at 2k (t-SNE) and 2k / 10k (UMAP). ``--full`
 from run to run, so the figures the view adds to a fit are also timed on their own.
 openTSNE is compared when it is installed. Run: ``python benchmarks/bench_embeddings.py``.
 ``--scale`` measures 10k to 1M points (first picture, bytes, the browser's frames/s) and
-``--scale-fits`` adds the refined layouts at 100k and 1M (benchmarks/embeddings_scale.py).
+``--scale-fits`` the refined layouts at 10k to 1M, ``--scale-lab`` the first picture of 1M
+points end to end in JupyterLab (benchmarks/embeddings_scale.py).
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ def main(full: bool = False) -> dict:
 
 
 if __name__ == "__main__":
-    if "--scale" in sys.argv or "--scale-fits" in sys.argv:  # issue 24: 10k to 1M points
+    if {"--scale", "--scale-fits", "--scale-lab"} & set(sys.argv):  # issue 24: 10k to 1M points
         from embeddings_scale import main as scale_main
 
         scale_main(lambda key, value: print(f"{key}: {value}", flush=True),

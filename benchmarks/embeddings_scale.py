@@ -203,6 +203,11 @@ def refined_figures(record, sizes=(10_000, 100_000, 1_000_000)) -> None:
         record("openTSNE", "not installed")
     for n in sizes:
         x, _ = clustered(n)
+        if n > 10_000:  # the sampled paths first: the plain fits at 100k take many minutes
+            both = ("neighbours", "library") if n <= 100_000 else ("neighbours",)
+            _sampled(x, "umap", both, record, "UMAP")
+            if TSNE is not None:
+                _sampled(x, "tsne", both, record, "t-SNE (openTSNE)")
         if n <= 100_000:
             t = time.perf_counter()
             layout = umap.UMAP(random_state=0, n_jobs=1).fit_transform(x)
@@ -213,19 +218,97 @@ def refined_figures(record, sizes=(10_000, 100_000, 1_000_000)) -> None:
             layout = np.asarray(TSNE(random_state=0, n_jobs=1).fit(x))
             record(f"openTSNE on all {n:,} x 64", f"{time.perf_counter() - t:.0f} s, "
                    f"trustworthiness {trust(x, layout):.3f}")
-        if n > 10_000:
-            both = ("neighbours", "library") if n <= 100_000 else ("neighbours",)
-            _sampled(x, "umap", both, record, "UMAP")
-            if TSNE is not None:
-                _sampled(x, "tsne", both, record, "t-SNE (openTSNE)")
 
 
 def main(record, fits: bool) -> None:
-    if fits:  # the refined layouts alone: half an hour on 2 shared cores
-        refined_figures(record)
+    if "--scale-lab" in sys.argv:  # the first picture end to end in JupyterLab
+        lab_first_picture(record)
+        return
+    if fits:  # the refined layouts alone: an hour on 2 shared cores (--sizes 100000,1000000)
+        sizes = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--sizes=")), None)
+        refined_figures(record, *([tuple(int(v) for v in sizes.split(","))] if sizes else []))
         return
     kernel_first_picture(record)
     record("bytes in the widget state at 1M points", bytes_at(1_000_000))
     browser_figures(record)
     record("TensorBoard projector's limit", "100,000 points (LIMIT_NUM_POINTS in "
            "plugins/projector/vz_projector/data-provider-server.ts; tensorflow/tensorboard#773)")
+
+
+LAB_SETUP = """
+import numpy as np, vizdebug as vd
+from vizdebug.views import embeddings_stream
+rng = np.random.default_rng(0)
+y = rng.integers(0, 10, 1_000_000)
+x = (rng.normal(0, 4, (10, 64))[y] + rng.normal(0, 1, (1_000_000, 64))).astype(np.float32)
+warm = vd.show_embeddings(x[:2000], labels=y[:2000], method="pca")  # the widget's code, once
+warm
+"""
+LAB_TIMED = "view = vd.show_embeddings(x, labels=y, method='pca')\nview"
+LAB_RUN_JS = """async (limit) => {
+  const nb = window.jupyterapp.shell.currentWidget;
+  nb.content.activeCellIndex = 1;
+  const t0 = performance.now();
+  window.jupyterapp.commands.execute('notebook:run-cell');
+  let first = null;
+  return await new Promise((resolve) => {
+    const tick = () => {
+      const el = nb.content.widgets[1].node.querySelector('.vd-emb');
+      const p = el && el.parentElement.__vdPlot;
+      const n = p && p.get('isPointsDrawn') ? p.get('points').length : 0, now = performance.now() - t0;
+      if (n && first === null) first = [now / 1000, n];
+      if (n >= 1000000 || now > limit * 1000) { resolve({ first, all: n >= 1000000 ? now / 1000 : null }); return; }
+      setTimeout(tick, 10);
+    };
+    tick();
+  });
+}"""
+
+
+def lab_first_picture(record, runs: int = 2) -> None:
+    """In JupyterLab (headless Chromium, software WebGL), a cell showing 1M x 64 points: from
+    running it to the first points drawn and to all 1M drawn, streamed (a 100k sample first)
+    against every point in the first state (``STREAM_AT`` raised: the path before), in one
+    kernel, interleaved. The setup cell has shown a small view: the widget's code is loaded."""
+    import tempfile
+
+    import nbformat
+
+    sys.path.insert(0, str(ROOT))
+    from tests.browser.lab import JupyterLab
+
+    root = Path(tempfile.mkdtemp(prefix="vd-scale-lab-"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(LAB_SETUP), nbformat.v4.new_code_cell(LAB_TIMED)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "scale.ipynb")
+    rows: dict[str, list] = {"streamed": [], "all in the first state": []}
+    with JupyterLab(root) as lab:
+        page = lab.open("scale.ipynb")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+        page.wait_for_timeout(1000)
+        _kernel(page, "pass")  # queued behind the setup cell: it has run
+        for k in range(runs):
+            for mode in (("streamed", "all in the first state") if k % 2 == 0 else
+                         ("all in the first state", "streamed")):
+                limit = "200_000" if mode == "streamed" else "10**9"
+                _kernel(page, f"embeddings_stream.STREAM_AT = {limit}; import gc; gc.collect()")
+                page.evaluate("() => { const nb = window.jupyterapp.shell.currentWidget;"
+                              " nb.content.activeCellIndex = 1;"
+                              " window.jupyterapp.commands.execute('notebook:clear-cell-output'); }")
+                page.wait_for_timeout(1500)
+                rows[mode].append(page.evaluate(LAB_RUN_JS, 120))
+                _kernel(page, "view.wait(5)")
+                page.wait_for_timeout(3000)
+    for mode, got in rows.items():
+        record(f"JupyterLab, 1M x 64 points, {mode}: run to first points drawn / to all 1M",
+               "; ".join(f"{r['first'][0]:.2f} s ({r['first'][1]:,} points) / "
+                         f"{r['all']:.2f} s" if r["first"] and r["all"] else str(r) for r in got))
+
+
+def _kernel(page, code: str) -> str:
+    return page.evaluate("""(code) => new Promise((resolve) => {
+      const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+      const f = k.requestExecute({code}); let out = '';
+      f.onIOPub = (m) => { if (m.header.msg_type === 'stream') out += m.content.text; };
+      f.done.then(() => resolve(out)); })""", code)

@@ -93,7 +93,7 @@ def test_tsne_on_a_sample_places_the_rest_by_neighbours(monkeypatch):
 def test_opentsne_places_the_rest_with_its_transform():
     pytest.importorskip("openTSNE")
     x, y = blobs(600)
-    done = scale.refine(x, "tsne", {"fit_points": 150})
+    done = scale.refine(x, "tsne", {"fit_points": 150, "placement": "library"})
     assert "openTSNE's transform" in done.how and done.fitted == 150
     assert np.isfinite(done.layout).all() and _knn_label_accuracy(done.layout, y) > 0.9
 
@@ -239,3 +239,29 @@ def _knn_label_accuracy(layout: np.ndarray, y: np.ndarray, k: int = 10) -> float
 
     clf = KNeighborsClassifier(k).fit(layout[::2], y[::2])
     return float((clf.predict(layout[1::2]) == y[1::2]).mean())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_first_picture_shortcuts_match_their_definitions(seed):
+    from vizdebug.analysis.embeddings.project import finite_rows, unit_box
+    from vizdebug.views.embeddings_data import _unique
+
+    rng = np.random.default_rng(seed)
+    dtype = [np.float32, np.float64][seed % 2]
+    x = rng.normal(size=(3000, 7)).astype(dtype)
+    x[rng.integers(0, 3000, 20), rng.integers(0, 7, 20)] = [np.nan, np.inf, -np.inf, 1.0][seed]
+    x[11] = np.finfo(dtype).max  # finite, but its sum overflows
+    assert (finite_rows(x) == np.isfinite(x).all(axis=1)).all() and finite_rows(x)[11]
+    for spread in (1.0, 1e300, 1e-300):
+        layout = rng.normal(size=(500, 2)) * spread
+        size = float(np.abs(layout).max())
+        unit = layout / size
+        lo, hi = unit.min(axis=0), unit.max(axis=0)
+        want = ((unit - (lo + hi) / 2) * (1.9 / float((hi - lo).max()))).astype(np.float32)
+        assert np.allclose(unit_box(layout), want, atol=1e-6)
+    for codes in (rng.integers(0, 10, 5000), rng.integers(-128, 128, 900).astype(np.int8),
+                  rng.integers(0, 2**40, 50), np.array([2**63 - 1, -2**63]), rng.random(40) < 0.5):
+        names, inverse = _unique(codes)
+        want_names, want_inverse = np.unique(codes, return_inverse=True)
+        assert names.dtype == want_names.dtype and (names == want_names).all()
+        assert (inverse.reshape(-1) == want_inverse.reshape(-1)).all()

@@ -107,7 +107,7 @@ def _frame_matrix(frame: Any) -> tuple[np.ndarray, list[str] | None, list[str]]:
 
 
 def _finite_rows(arr: np.ndarray, columns: list[str] | None, notes: list[str]) -> FeatureSet:
-    finite = np.isfinite(arr).all(axis=1)
+    finite = finite_rows(arr)
     rows = np.flatnonzero(finite)
     if len(rows) == 0:
         raise VizdebugError(f"every one of the {len(arr)} rows of the features holds NaN or "
@@ -118,6 +118,22 @@ def _finite_rows(arr: np.ndarray, columns: list[str] | None, notes: list[str]) -
                      f"rows {bad[:10].tolist()}{' ...' if len(bad) > 10 else ''}")
     values = arr[rows] if len(rows) < len(arr) else arr
     return FeatureSet(values, rows, len(arr), columns, notes)
+
+
+def finite_rows(arr: np.ndarray) -> np.ndarray:
+    """Which rows of a 2-D float array hold only finite values: rows whose sum is finite,
+    and of the others (NaN, inf, or a sum that overflowed) those that pass the exact test.
+    One pass and no n x d temporary (1M x 64: a 64 MB mask before).
+
+    >>> finite_rows(np.array([[1.0, np.nan], [3e38, 3e38], [1.0, 2.0]], np.float32)).tolist()
+    [False, True, True]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(arr.sum(axis=1))
+    doubt = np.flatnonzero(~finite)
+    if len(doubt):
+        finite[doubt] = np.isfinite(arr[doubt]).all(axis=1)
+    return finite
 
 
 def per_point(values: Any, n: int, what: str) -> np.ndarray | None:
@@ -333,10 +349,16 @@ def unit_box(layout: np.ndarray, margin: float = 0.05) -> np.ndarray:
     >>> unit_box(np.array([[0.0, 0.0], [4.0, 2.0]])).tolist()
     [[-0.949999988079071, -0.4749999940395355], [0.949999988079071, 0.4749999940395355]]
     """
-    size = float(np.abs(layout).max()) if layout.size else 0.0
-    layout = layout / size if 0 < size < np.inf else layout  # spans near 1e308 overflow
-    lo, hi = layout.min(axis=0), layout.max(axis=0)
+    if not layout.size:
+        return layout.astype(np.float32)
+    lo = np.array([layout[:, k].min() for k in range(layout.shape[1])])  # column by column:
+    hi = np.array([layout[:, k].max() for k in range(layout.shape[1])])  # no n x 2 temporaries
+    size = float(max(np.abs(lo).max(), np.abs(hi).max()))
+    size = size if 0 < size < np.inf else 1.0  # spans near 1e308 overflow: in units of size
+    lo, hi = lo / size, hi / size
     span = float((hi - lo).max())
     centre = (lo + hi) / 2
     scale = (1 - margin) * 2 / span if span > 0 else 1.0
-    return ((layout - centre) * scale).astype(np.float32)
+    out = layout * (scale / size)
+    out -= centre * scale
+    return out.astype(np.float32)
