@@ -193,6 +193,14 @@ def _exploding_from_loss(rec: TrainingRecords, hint: str) -> list[Finding]:
     huge = np.isfinite(values) & (np.abs(values) >= EXPLODE_LOSS)
     if not huge.any():
         return []
+    # a loss this large from its first steps is its scale, not a blow-up (a summed
+    # reduction over 2000 points, prices in dollars: the tutorials' own losses start at
+    # 1e6-1e10 and fall): from such a start it must grow EXPLODE_GROWTH times to count
+    start = float(np.median(np.abs(values[np.isfinite(values)][:EARLY_SAMPLES])))
+    if start >= EXPLODE_LOSS:
+        huge &= np.abs(values) >= EXPLODE_GROWTH * start
+        if not huge.any():
+            return []
     first = int(steps[np.argmax(huge)])
     return [Finding("exploding-gradients", "error",
                     f"{name} reached {_f(np.max(np.abs(values[huge])))} (>= {EXPLODE_LOSS:g}), "

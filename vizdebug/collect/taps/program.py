@@ -123,7 +123,8 @@ class ProgramTap:
         if self._ranges_offered > RANGE_FORWARDS and self._ranges_offered % RANGE_EVERY:
             return
         if getattr(first, "is_floating_point", lambda: False)() and first.numel() > 0 and (
-                not first.is_meta):  # (a meta tensor has no values)
+                not first.is_meta) and str(first.layout) == "torch.strided":  # (a meta
+            # tensor has no values, a sparse one no aminmax: a GCN's features go in sparse)
             low, high = (float(v) for v in first.detach().aminmax())
             self.input_ranges.append([low, high])
 
