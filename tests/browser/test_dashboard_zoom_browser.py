@@ -40,7 +40,7 @@ INSIDE_JS = """([lo, hi]) => {
 def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
     page = lab.start_notebook("zoom.ipynb", CELLS)
     curves = page.locator(".jp-Notebook .vd-panel-curves")
-    curves.locator(".vd-chart-svg").wait_for(timeout=120_000)
+    curves.locator(".uplot").wait_for(timeout=120_000)
     lab.wait_done(page, timeout=180)
     assert lab.widget_errors(page) == [] and lab.page_errors == []
     curves.scroll_into_view_if_needed()
