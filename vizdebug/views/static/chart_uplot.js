@@ -208,9 +208,9 @@ function vdDrawAbove(u, view) {
 
 // What a chart must be made again for (the rest is setData and setSeries): the series,
 // their looks and axes, the log scale, the axes shown, the height.
-function vdUplotKey(fig, series, height) {
+function vdUplotKey(fig, series, height, ranges) {
   const l = fig.layout;
-  return JSON.stringify([height, (l.yaxis || {}).type, !!l.yaxis2, !(l.xaxis && l.xaxis.visible === false),
+  return JSON.stringify([height, (l.yaxis || {}).type, !!ranges.y2, !(l.xaxis && l.xaxis.visible === false),
     series.map((t) => [t.name, t.yaxis, t.line?.color, t.line?.width, t.line?.dash, t.opacity])]);
 }
 
@@ -218,7 +218,7 @@ function vdUplotKey(fig, series, height) {
 function vdUplotOpts(fig, series, view, width, height) {
   const l = fig.layout, m = l.margin || {}, log = (l.yaxis || {}).type === "log";
   const axesShown = !(l.xaxis && l.xaxis.visible === false);
-  const y2 = !!l.yaxis2;
+  const y2 = !!view.ranges.y2;  // a right axis only when a shown trace is on it
   const left = Math.max(24, (m.l ?? 60) - 16), right = Math.max(24, (m.r ?? 20) - 16);
   const range = (key) => () => view.ranges[key] || [0, 1];
   return {

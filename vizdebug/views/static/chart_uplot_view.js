@@ -138,7 +138,7 @@ function vdLineChart(div, options = {}) {
     title.innerHTML = vdRichHtml(fig.layout.title?.text);
     legendEl.innerHTML = fig.layout.showlegend ? vdLegendHtml(fig, state.legend) : "";
     series = fig.data.filter(vdIsSeries);
-    const next = vdUplotKey(fig, series, plotHeight());
+    const next = vdUplotKey(fig, series, plotHeight(), view.ranges);
     const data = vdAlign(series, view.ranges.log);
     if (next !== key || !u) { key = next; make(); }
     u.batch(() => {
