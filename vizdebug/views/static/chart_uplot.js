@@ -114,10 +114,11 @@ function vdMarker(ctx, symbol, x, y, size, colour) {
 
 function vdScaleKey(t) { return (t.yaxis || "y") === "y" ? "y" : t.yaxis; }
 
-// Below the lines: the epoch boundaries and the zoom's min/max bands.
+// Over the grid, below the lines: the epoch boundaries and the zoom's min/max bands.
 function vdDrawBelow(u, view) {
   const { fig, ranges } = view, ctx = u.ctx, box = u.bbox, [x0, x1] = ranges.x;
   ctx.save();
+  ctx.globalAlpha = 1;
   ctx.beginPath();
   ctx.rect(box.left, box.top, box.width, box.height);
   ctx.clip();
@@ -155,6 +156,7 @@ function vdDrawBelow(u, view) {
 function vdDrawAbove(u, view) {
   const { fig, ranges } = view, ctx = u.ctx, box = u.bbox, [x0, x1] = ranges.x, px = uPlot.pxRatio;
   ctx.save();
+  ctx.setLineDash([]);  // a dotted series leaves its dash on the context
   ctx.beginPath();
   ctx.rect(box.left, box.top - 6 * px, box.width, box.height + 12 * px);
   ctx.clip();
@@ -238,6 +240,6 @@ function vdUplotOpts(fig, series, view, width, height) {
       stroke: vdColour(t.line?.color || t.marker?.color, "#444"), width: t.line?.width ?? 2,
       alpha: t.opacity ?? 1, dash: t.line?.dash === "dot" ? [3, 3] : t.line?.dash === "dash" ? [6, 4] : undefined,
     }))],
-    hooks: { drawClear: [(u) => vdDrawBelow(u, view)], draw: [(u) => vdDrawAbove(u, view)] },
+    hooks: { drawAxes: [(u) => vdDrawBelow(u, view)], draw: [(u) => vdDrawAbove(u, view)] },
   };
 }
