@@ -106,22 +106,30 @@ BIG_JS = """async ([kind, n]) => {
   const settle = async () => { await Promise.resolve(); await Promise.resolve();
     div.getBoundingClientRect(); };
   const out = {};
+  const fig = { data: [{ type: "scatter", mode: "lines", name: "walk", x: Array.from(x),
+    y: Array.from(y), line: { color: "#1f77b4", width: 1 } }],
+    layout: { xaxis: { title: { text: "step" } }, yaxis: {}, height: 260 } };
   let t = performance.now();
   const chart = (kind === "uplot" ? vdLineChart : vdChart)(div);
-  chart.draw({ data: [{ type: "scatter", mode: "lines", name: "walk", x: Array.from(x),
-    y: Array.from(y), line: { color: "#1f77b4", width: 1 } }],
-    layout: { xaxis: { title: { text: "step" } }, yaxis: {}, height: 260 } });
+  chart.draw(fig);
   await settle();
   out.draw = performance.now() - t;
-  await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
-  t = performance.now();
+  const frame = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
+  await frame();
   const area = div.querySelector(".vd-plot-area"), box = area.getBoundingClientRect();
   const ev = (type, fx) => area.dispatchEvent(new MouseEvent(type, { bubbles: true,
     clientX: box.left + box.width * fx, clientY: box.top + box.height * 0.5 }));
-  ev("mousedown", 0.45); ev("mousemove", 0.5); ev("mousemove", 0.55); ev("mouseup", 0.55);
-  out.range = div.dataset.xrange;
+  ev("mousedown", 0.45); await frame(); ev("mousemove", 0.5); await frame();
+  ev("mousemove", 0.55); await frame();
+  t = performance.now();  // the zoom is drawn on the mouseup
+  if (kind === "uplot") {  // what uPlot's mouseup calls (its handlers ignore synthetic drags)
+    div.uplot.setSelect({ left: 0.45 * box.width, width: 0.1 * box.width, top: 0, height: box.height });
+  } else {
+    ev("mouseup", 0.55);
+  }
   await settle();
   out.zoom = performance.now() - t;
+  out.zoomed = div.dataset.xrange;
   chart.purge();
   return out;
 }"""
@@ -227,6 +235,9 @@ def main() -> None:
         for _ in range(2):
             for kind in big:
                 results[kind].append(tab.evaluate(BIG_JS, [kind, args.big]))
+        spans = {k: [float(b) - float(a) for a, b in (r["zoomed"].split(",") for r in results[k])]
+                 for k in big}  # each drag zoomed to about a tenth
+        assert all(0.05 * args.big < v < 0.15 * args.big for k in big for v in spans[k]), spans
         for what in ("draw", "zoom"):
             print(_ratio_row(what, [min(r[what] for r in results[k]) for k in big], 0))
         browser.close()

@@ -19,26 +19,50 @@ function vdIsSeries(t) {
 // non-finite value, or one not positive on a log axis, is `null` (a break in the line).
 function vdAlign(traces, log) {
   const first = traces.length ? traces[0].x || [] : [];
-  const same = traces.every((t) => t.x === first || ((t.x || []).length === first.length &&
-    (t.x || []).every((v, i) => v === first[i])));
-  let xs = first;
+  const n = first.length;
+  const same = traces.every((t) => {
+    const x = t.x || [];
+    if (x === first) return true;
+    if (x.length !== n) return false;
+    for (let i = 0; i < n; i++) if (x[i] !== first[i]) return false;
+    return true;
+  });
+  let xs = first, at = null;
   if (!same) {
     const all = new Set();
     for (const t of traces) for (const v of t.x || []) if (v !== null) all.add(v);
     xs = Float64Array.from(all).sort();
+    at = new Map();
+    for (let i = 0; i < xs.length; i++) at.set(xs[i], i);
   }
-  const at = same ? null : new Map();
-  if (at) xs.forEach((v, i) => at.set(v, i));
   const cols = traces.map((t) => {
-    const logged = log && (t.yaxis || "y") === "y";
-    const clean = (v) => (v === null || v === undefined || !isFinite(v) || (logged && v <= 0) ? null : v);
-    const ys = t.y || [];
-    if (same) return Array.from(xs, (_, i) => (i < ys.length ? clean(ys[i]) : null));
-    const col = new Array(xs.length);
-    (t.x || []).forEach((v, i) => { if (v !== null) col[at.get(v)] = clean(ys[i]); });
+    const logged = log && (t.yaxis || "y") === "y", ys = t.y || [], tx = t.x || [];
+    const col = new Array(xs.length);  // holes read as undefined: spanned
+    for (let i = 0; i < tx.length; i++) {
+      const v = ys[i];
+      const ok = v !== null && v !== undefined && isFinite(v) && !(logged && v <= 0);
+      if (same) col[i] = ok ? v : null;
+      else if (tx[i] !== null) col[at.get(tx[i])] = ok ? v : null;
+    }
     return col;
   });
-  return [Array.from(xs), ...cols];
+  return [xs, ...cols];
+}
+
+// Points with no drawable neighbour (a line through one point has no length): drawn as
+// dots, as chart_panel.js's vdLonePoints does for the SVG.
+function vdLone(x, y, log, x0, x1) {
+  const out = [];
+  let prev = false, cur = false;
+  for (let i = 0; i < y.length; i++) {
+    if (i === 0) { const v = y[0]; cur = v !== null && isFinite(v) && !(log && v <= 0) && x[0] !== null; }
+    const w = y[i + 1];
+    const next = i + 1 < y.length && w !== null && isFinite(w) && !(log && w <= 0) && x[i + 1] !== null;
+    if (cur && !prev && !next && x[i] >= x0 && x[i] <= x1) out.push(i);
+    prev = cur;
+    cur = next;
+  }
+  return out;
 }
 
 // A range [lo, hi] that puts [a, b] on the `domain` part of the plot's height (the
@@ -174,8 +198,8 @@ function vdDrawAbove(u, view) {
           vdPos(u, v, key), size, mc);
       }
     } else if (mode.includes("lines")) {
-      for (const i of vdLonePoints(t.x, t.y, log)) {
-        if (t.x[i] >= x0 && t.x[i] <= x1) vdMarker(ctx, "circle", vdPos(u, t.x[i], "x"), vdPos(u, t.y[i], key), 6, colour);
+      for (const i of vdLone(t.x, t.y, log, x0, x1)) {
+        vdMarker(ctx, "circle", vdPos(u, t.x[i], "x"), vdPos(u, t.y[i], key), 6, colour);
       }
     }
   }

@@ -84,8 +84,20 @@ function vdLineChart(div, options = {}) {
     "margin:-5px 0 0 -5px;border-radius:50%;border:1.5px solid #fff;z-index:2";
   const svgNow = () => vdPanelSvg(view.fig, width, state).svg;  // what export writes
   host.append(tip, dot, vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`, svgNow));
-  const headHeight = () => Math.max(((view.fig.layout.margin || {}).t ?? 34) - 6, head.offsetHeight);
-  const plotHeight = () => Math.max(80, (view.fig.layout.height || 300) - headHeight());
+  // the title's and legend's row, measured only when their text or the width changed (a
+  // read of offsetHeight after a write forces the whole page's layout: in JupyterLab that
+  // cost more than the chart's redraw)
+  let headText = null, headAt = 0;
+  const setHead = (text) => {
+    if (text[0] === headText?.[0] && text[1] === headText?.[1]) return;
+    headText = text;
+    [title.innerHTML, legendEl.innerHTML] = text;
+    headAt = 0;
+  };
+  const plotHeight = () => {
+    if (!headAt) headAt = Math.max(((view.fig.layout.margin || {}).t ?? 34) - 6, head.offsetHeight);
+    return Math.max(80, (view.fig.layout.height || 300) - headAt);
+  };
   const hideTip = () => { tip.style.display = "none"; dot.style.display = "none"; };
   const local = (event) => {
     const box = u.over.getBoundingClientRect();
@@ -135,8 +147,7 @@ function vdLineChart(div, options = {}) {
     if (!fig) return;
     view.shown = fig.data.filter((t) => vdShown(t, state.legend));
     view.ranges = vdRanges(fig, state);
-    title.innerHTML = vdRichHtml(fig.layout.title?.text);
-    legendEl.innerHTML = fig.layout.showlegend ? vdLegendHtml(fig, state.legend) : "";
+    setHead([vdRichHtml(fig.layout.title?.text), fig.layout.showlegend ? vdLegendHtml(fig, state.legend) : ""]);
     series = fig.data.filter(vdIsSeries);
     const next = vdUplotKey(fig, series, plotHeight(), view.ranges);
     const data = vdAlign(series, view.ranges.log);
@@ -169,7 +180,7 @@ function vdLineChart(div, options = {}) {
     pending = requestAnimationFrame(() => {
       pending = 0;
       const now = div.clientWidth;
-      if (now && now !== width && u) { width = now; u.setSize({ width, height: plotHeight() }); }
+      if (now && now !== width && u) { width = now; headAt = 0; u.setSize({ width, height: plotHeight() }); }
     });
   });
   if (resized) resized.observe(div);
