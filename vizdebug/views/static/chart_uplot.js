@@ -101,7 +101,11 @@ function vdAxisOf(view, key, layout, opts) {
     }
     const t = r.ticks[key];
     if (!t) return [];
-    if (key === "y" && r.log) return vdLogTicks(t[0], t[1]).map((v) => Math.pow(10, v));
+    if (key === "y" && r.log) {  // within less than one 1-2-5 step: round values in between
+      const decades = vdLogTicks(t[0], t[1]).map((v) => Math.pow(10, v));
+      return decades.length >= 2 ? decades
+        : vdTicks(Math.pow(10, t[0]), Math.pow(10, t[1]), 4).filter((v) => v > 0);
+    }
     return vdTicks(t[0], t[1], key === "y" ? 6 : 5);
   };
   const format = key === "y" ? undefined : axis.tickformat;
