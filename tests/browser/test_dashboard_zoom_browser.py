@@ -75,6 +75,8 @@ def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
             page.mouse.move(area["x"] + 0.5 * area["width"], area["y"] + area["height"] * k / 40)
             if tip.is_visible():
                 break
+        if theme == "JupyterLab Dark":
+            lab.screenshot(page, "dashboard_dark.png", page.locator(".jp-Notebook .vd-dash").first)
         got = page.evaluate(CONTRAST_JS, DARK_GROUPS)
         for name, found in got.items():
             assert found["n"] > 0, (theme, name)
