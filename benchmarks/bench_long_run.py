@@ -5,7 +5,8 @@ Side by side in the same process: the same loop with no vizdebug (the cost per s
 watching and storing is the difference), and the same scalars written with plain
 ``sqlite3`` (one ``executemany`` per 1,000 steps, what a hand-rolled logger does).
 
-Prints: seconds per step of each loop, the run file's size, then, from a fresh
+Prints: seconds per step of each loop (wall, and the process's CPU time, every thread
+counted: on a shared machine the CPU figure is the steadier), the run file's size, then, from a fresh
 ``open_run``: the open, the first picture (the dashboard's static twin: records, findings,
 SVG), ``findings()``, a zoom into step 900,000 (of a million; 90% of the run) as the
 dashboard's page asks it, the whole run at 1,000 points (``scalars(points=1000)``), and
@@ -186,23 +187,32 @@ def main() -> None:
         return paired(args.steps, args.paired, args.repeats)
     if args.file:  # the vd.watch loop alone into FILE (unless it exists), then the reads
         if not args.file.exists():
+            cpu = time.process_time()
             took = with_vizdebug(args.steps, args.file)
-            print(f"vd.watch + store {took:8.1f} s  {took / args.steps * 1e6:7.1f} us/step")
+            cpu = time.process_time() - cpu
+            print(f"vd.watch + store {took:8.1f} s  {took / args.steps * 1e6:7.1f} us/step "
+                  f"(process CPU {cpu / args.steps * 1e6:.1f} us/step)")
         size = sum(os.path.getsize(p) for p in args.file.parent.glob(args.file.name + "*"))
         print(f"run file: {size / 1e6:.1f} MB")
         return read_back(args.file, args.steps)
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "long.sqlite"
-        per = {}
+        plain(min(args.steps, 2000), Path(tmp))  # warm-up (torch's first calls), not counted
+        per, cpu = {}, {}  # wall, and the process's CPU (every thread: the writer's too)
         for name, fn in (("plain loop", plain), ("sqlite3 by hand", with_sqlite),
                          ("vd.watch + store", with_vizdebug)):
+            began = time.process_time()
             took = fn(args.steps, Path(tmp) / "hand.sqlite" if fn is with_sqlite else run)
             per[name] = took / args.steps
-            print(f"{name:18s} {took:8.1f} s  {per[name] * 1e6:7.1f} us/step")
+            cpu[name] = (time.process_time() - began) / args.steps
+            print(f"{name:18s} {took:8.1f} s  {per[name] * 1e6:7.1f} us/step  "
+                  f"(process CPU {cpu[name] * 1e6:.1f} us/step)")
         for name in ("sqlite3 by hand", "vd.watch + store"):
             extra = (per[name] - per["plain loop"]) * 1e6
+            extra_cpu = (cpu[name] - cpu["plain loop"]) * 1e6
             print(f"  {name}: +{extra:.1f} us/step over the plain loop "
-                  f"({per[name] / per['plain loop']:.2f}x)")
+                  f"({per[name] / per['plain loop']:.2f}x); CPU +{extra_cpu:.1f} us/step "
+                  f"({cpu[name] / cpu['plain loop']:.2f}x)")
         size = sum(os.path.getsize(p) for p in Path(tmp).glob("long.sqlite*"))
         print(f"run file: {size / 1e6:.1f} MB for {args.steps:,} steps x 5 scalars")
         with sqlite3.connect(run) as conn:

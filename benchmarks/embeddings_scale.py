@@ -146,51 +146,86 @@ def _browser_run(n: int, old_js: str | None) -> tuple[float, float]:
         return first, page.evaluate("() => window.vdFps")
 
 
-def refined_figures(record, sizes=(100_000, 1_000_000), plain_up_to: int = 100_000) -> None:
-    import umap
+def trust(x: np.ndarray, layout: np.ndarray, m: int = 2000) -> float:
+    """sklearn's trustworthiness (k=5) on a fixed sample of ``m`` points."""
+    from sklearn.manifold import trustworthiness
 
-    from vizdebug.analysis.embeddings.scale import refine
+    from vizdebug.analysis.embeddings.quality import sample_positions
+
+    q = sample_positions(len(x), m, seed=3)
+    return float(trustworthiness(x[q], layout[q], n_neighbors=5))
+
+
+def _sampled(x: np.ndarray, method: str, placements: tuple[str, ...], record, label: str) -> None:
+    """``method`` fitted on vizdebug's fixed sample once, the rest placed each way: the
+    fit's time, each placement's, and the trustworthiness of each whole layout."""
+    from vizdebug.analysis.embeddings import scale
+
+    n = len(x)
+    limit = scale.FIT_LIMIT[method]
+    pick = scale.sample_positions(n, limit, seed=0)
+    shift, reach = scale._affine(x[pick])
+    xs = scale._apply(x[pick], shift, reach)
+    rest = np.setdiff1d(np.arange(n), pick)
+    t = time.perf_counter()
+    fitted, library, how = scale._fit_sample(xs, method, {}, lambda _m: None, "library")
+    fit = time.perf_counter() - t
+    for placement in placements:
+        t = time.perf_counter()
+        place = library if placement == "library" else scale.NeighbourPlacement(xs, fitted)
+        name = how if placement == "library" else "our neighbours"
+        layout = np.empty((n, 2))
+        layout[pick] = fitted
+        for start in range(0, len(rest), scale.PLACE_CHUNK):
+            part = rest[start:start + scale.PLACE_CHUNK]
+            layout[part] = place(scale._apply(x[part], shift, reach))
+        placed = time.perf_counter() - t
+        record(f"{label} {n:,} x 64: fit on {limit:,} + place {len(rest):,} {name}",
+               f"{fit:.0f} s + {placed:.1f} s = {fit + placed:.0f} s, trustworthiness "
+               f"{trust(x, layout):.3f}")
+
+
+def refined_figures(record, sizes=(10_000, 100_000, 1_000_000)) -> None:
+    """Side by side in one process: plain UMAP ``fit_transform`` and openTSNE on every
+    point (up to 100k), against the sampled fit with the rest placed by our neighbours
+    and by the library's own transform (100k; at 1M ours only), with trustworthiness."""
+    import umap
 
     x, _ = clustered(2000)
     t = time.perf_counter()
-    umap.UMAP(random_state=0, n_jobs=1).fit(x)  # numba compiles: not fit time
-    record("UMAP first fit in this process, 2k (s, numba compiling)", round(time.perf_counter() - t, 1))
-    for n in sizes:
-        x, _ = clustered(n)
-        t = time.perf_counter()
-        done = refine(x, "umap")
-        ours = time.perf_counter() - t
-        theirs = "not run (the issue: unfinished after 473 s at 1M)"
-        if n <= plain_up_to:
-            t = time.perf_counter()
-            umap.UMAP(random_state=0, n_jobs=1).fit_transform(x)
-            theirs = f"{time.perf_counter() - t:.0f} s"
-        record(f"UMAP {n:,} x 64: vizdebug ({done.how}) / plain fit_transform",
-               f"{ours:.0f} s / {theirs}")
+    umap.UMAP(random_state=0, n_jobs=1).fit(x).transform(x[:100])  # numba compiles: not fit time
+    record("UMAP first fit + transform in this process, 2k (s, numba compiling)",
+           round(time.perf_counter() - t, 1))
     try:
         from openTSNE import TSNE
     except ImportError:
+        TSNE = None
         record("openTSNE", "not installed")
-        return
-    for n in (20_000, 100_000):
+    for n in sizes:
         x, _ = clustered(n)
-        t = time.perf_counter()
-        done = refine(x, "tsne")
-        ours = time.perf_counter() - t
-        theirs = "not run"
-        if n <= 20_000:
+        if n <= 100_000:
             t = time.perf_counter()
-            TSNE(random_state=0, n_jobs=1).fit(x)
-            theirs = f"{time.perf_counter() - t:.0f} s"
-        record(f"t-SNE {n:,} x 64: vizdebug ({done.how}) / openTSNE on all",
-               f"{ours:.0f} s / {theirs}")
+            layout = umap.UMAP(random_state=0, n_jobs=1).fit_transform(x)
+            record(f"plain UMAP fit_transform {n:,} x 64", f"{time.perf_counter() - t:.0f} s, "
+                   f"trustworthiness {trust(x, layout):.3f}")
+        if TSNE is not None and n <= 100_000:
+            t = time.perf_counter()
+            layout = np.asarray(TSNE(random_state=0, n_jobs=1).fit(x))
+            record(f"openTSNE on all {n:,} x 64", f"{time.perf_counter() - t:.0f} s, "
+                   f"trustworthiness {trust(x, layout):.3f}")
+        if n > 10_000:
+            both = ("neighbours", "library") if n <= 100_000 else ("neighbours",)
+            _sampled(x, "umap", both, record, "UMAP")
+            if TSNE is not None:
+                _sampled(x, "tsne", both, record, "t-SNE (openTSNE)")
 
 
 def main(record, fits: bool) -> None:
+    if fits:  # the refined layouts alone: half an hour on 2 shared cores
+        refined_figures(record)
+        return
     kernel_first_picture(record)
     record("bytes in the widget state at 1M points", bytes_at(1_000_000))
     browser_figures(record)
     record("TensorBoard projector's limit", "100,000 points (LIMIT_NUM_POINTS in "
            "plugins/projector/vz_projector/data-provider-server.ts; tensorflow/tensorboard#773)")
-    if fits:
-        refined_figures(record)

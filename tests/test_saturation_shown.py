@@ -11,6 +11,8 @@ from torch import nn  # noqa: E402
 
 import vizdebug as vd  # noqa: E402
 from vizdebug.analysis.training.saturation import saturation_applies, shown_saturation  # noqa: E402
+from vizdebug.views._dashboard_figure import health_traces  # noqa: E402
+from vizdebug.views.panel_frames import health_frame  # noqa: E402
 
 
 def _watched(model, x, y, steps: int = 60, lr: float = 0.05):
@@ -44,6 +46,15 @@ def test_confident_logits_are_not_saturation_but_a_tanh_input_is():
     first = paths[next(p for p in paths if p.endswith("0"))]
     tanh = paths[next(p for p in paths if p.endswith("1"))]
     assert shown[first] == raw[first] and shown[tanh] == raw[tanh]  # these mean saturation
+    # what the dashboard draws and what .to_frame() gives are that decision, not the raw share
+    bars = next(t for t in health_traces(rec) if t["name"] == "saturated")
+    drawn = dict(zip(bars["y"], bars["x"]))
+    by_path = {p: drawn[next(k for k in drawn if k.startswith(p + " ("))] for p in paths}
+    assert by_path[rec.module_paths[out]] is None
+    assert by_path[rec.module_paths[tanh]] == pytest.approx(raw[tanh])
+    frame = health_frame(rec).set_index("module")["saturated"]
+    assert np.isnan(frame[rec.module_paths[out]])
+    assert frame[rec.module_paths[first]] == pytest.approx(raw[first])
 
 
 def test_which_modules_saturate():

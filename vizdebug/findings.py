@@ -95,6 +95,7 @@ CODES: dict[str, str] = {
     "representation-collapse": "embeddings",
     # metrics
     "misleading-accuracy": "metrics",
+    "predictions-misaligned": "metrics",  # an accuracy its own loss rules out (order mixed up)
     # drift
     "feature-drift": "drift",
 }
@@ -111,7 +112,8 @@ _TARGET_KIND: dict[str, str] = {
                      "dead-units", "zero-gradients", "parameters-not-updated",
                      "missing-zero-grad", "train-eval-mode"), "layer"),
     **dict.fromkeys(("nonfinite-loss", "overfitting", "underfitting", "unstable-loss",
-                     "lr-schedule-collapse", "misleading-accuracy"), "metric"),
+                     "lr-schedule-collapse", "misleading-accuracy", "predictions-misaligned"),
+                    "metric"),
     **dict.fromkeys(("feature-drift", "split-preprocessing-leak", "split-target-leak",
                      "input-not-normalized"), "feature"),
 }

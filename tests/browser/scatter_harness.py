@@ -26,8 +26,10 @@ MOUNT_JS = """async ({esm, states, width}) => {
     on(e, f) { (this.h[e] = this.h[e] || []).push(f); }
     off() {}
     save_changes() {}
-    send() {}
+    send(content) { window.vdSent.push(content); }  // custom messages to the kernel
   }
+  window.vdDecode = decode;
+  window.vdSent = [];
   const url = URL.createObjectURL(new Blob([esm], { type: 'text/javascript' }));
   const mod = (await import(url)).default;
   window.vdModels = [];
@@ -81,6 +83,20 @@ def mount(page: Any, widgets: list[Any], width: int = 900) -> None:
     for s in states[1:]:
         s.pop("_esm")
     page.evaluate(MOUNT_JS, {"esm": esm, "states": states, "width": width})
+
+
+UPDATE_JS = """({index, state}) => {
+  const m = window.vdModels[index];
+  for (const k in state) m.s[k] = window.vdDecode(state[k]);  // one message: all set, then events
+  for (const k in state) (m.h['change:' + k] || []).forEach((f) => f());
+}"""
+
+
+def update(page: Any, widget: Any, names: list[str], index: int = 0) -> None:
+    """Send the traits ``names`` of ``widget`` to the ``index``-th view's model, as the
+    kernel's one state message would (every value set, then the change events)."""
+    state = {k: v for k, v in trait_state(widget).items() if k in names}
+    page.evaluate(UPDATE_JS, {"index": index, "state": state})
 
 
 def plot_js(index: int, body: str) -> str:

@@ -67,9 +67,11 @@ def _entries() -> list[Entry]:
         faults_loop,
         faults_loss,
         faults_numeric,
+        heldout_faults,
         public_a,
         public_b,
         public_c,
+        public_d,
         relations_axis,
         relations_order,
         relations_pairs,
@@ -79,13 +81,13 @@ def _entries() -> list[Entry]:
 
     out: list[Entry] = []
     for module in (faults_loss, faults_loop, faults_numeric, faults_data, relations_axis,
-                   relations_order, relations_pairs, relations_split, relations_train):
+                   relations_order, relations_pairs, relations_split, relations_train, heldout_faults):
         for f in module.FAULTS:
             out.append(Entry(f.name, FAULT, partial(f.program, False), f.source, f.code, f.where))
             out.append(Entry(f"{f.name}/twin", TWIN, partial(f.program, True), f.source))
     for c in controls.CONTROLS:
         out.append(Entry(f"control/{c.name}", CONTROL, c.program, c.what))
-    for module in (public_a, public_b, public_c):  # working public programs, cited
+    for module in (public_a, public_b, public_c, public_d):  # working public programs, cited
         for c in module.CONTROLS:
             out.append(Entry(f"public/{c.name}", CONTROL, c.program, c.what))
     return out

@@ -112,6 +112,9 @@ class ProgramFacts:
     frozen: list[str] = field(default_factory=list)       # parameters with requires_grad=False
     frozen_norms_training: list[str] = field(default_factory=list)  # frozen norms in train()
     frozen_norms_eval: list[str] = field(default_factory=list)      # frozen norms in eval()
+    # frozen norms the program had put in eval() itself, inside a model in train(), when
+    # it was watched (a freeze() recipe's intent: their statistics are to stay)
+    frozen_norms_set_eval: list[str] = field(default_factory=list)
     lazy: list[str] = field(default_factory=list)         # modules built lazily
     # where compiled code (torch.compile, TorchScript) starts: no forward hook runs there
     compiled: list[str] = field(default_factory=list)
@@ -124,6 +127,7 @@ class ProgramFacts:
     # how far each frozen norm layer's running mean moved since the first mode check, in
     # units of its running std then (mean over channels; the largest reading)
     frozen_norm_drift: dict[str, float] = field(default_factory=dict)
+    loss_functions: list[str] = field(default_factory=list)  # torch loss functions called
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _FACT_FIELDS}
@@ -149,7 +153,8 @@ class ProgramFacts:
             loader_batch_size=None if batch is None else int(batch),
             batch_sizes=[int(b) for b in d.get("batch_sizes", [])[:MAX_FACT_PATHS]],
             frozen=paths("frozen"), frozen_norms_training=paths("frozen_norms_training"),
-            frozen_norms_eval=paths("frozen_norms_eval"), lazy=paths("lazy"),
+            frozen_norms_eval=paths("frozen_norms_eval"),
+            frozen_norms_set_eval=paths("frozen_norms_set_eval"), lazy=paths("lazy"),
             compiled=paths("compiled"),
             input_requires_grad=bool(d.get("input_requires_grad", False)),
             axes=[AxisFacts.from_json(a) for a in d.get("axes", [])[:MAX_AXIS_FACTS]],
@@ -161,11 +166,13 @@ class ProgramFacts:
                           for lo, hi in d.get("input_ranges", [])[:MAX_FACT_PATHS]],
             frozen_norm_drift={str(k)[:500]: float(v) for k, v in
                                list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
+            loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:16]],
         )
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
-                "frozen_norms_training", "frozen_norms_eval", "lazy", "compiled",
+                "frozen_norms_training", "frozen_norms_eval", "frozen_norms_set_eval", "lazy",
+                "compiled", "loss_functions",
                 "input_requires_grad",
                 "drop_last", "dataset_len")
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.training.activations import BOUNDED, SATURATION, UNIT_LOW, UNIT_RANGE
+from ..analysis.training.saturation import shown_saturation
 from ..records import TrainingRecords
 from ._dashboard_curves import (
     MAX_POINTS,
@@ -98,13 +99,17 @@ def health_traces(rec: TrainingRecords) -> list[dict[str, Any]]:
     classes = [c for c, keep in zip(rec.module_classes, ok) if keep]
     paths = [label(f"{p} ({c})") for p, c, keep in
              zip(rec.module_paths, rec.module_classes, ok) if keep]
+    # a share of large values is saturation only where a bounded activation reads it
+    # (analysis/training/saturation.py): the logits layer's is not drawn
+    shown = shown_saturation(rec)[ok]
     out = []
     for column, name, colour in ((3, "dead units", "#c62828"), (4, "saturated", "#ff7f0e"),
                                  (2, "exact zeros", "#90a4ae")):
         why = ([label(saturation_meaning(c)) for c in classes] if column == 4 else
                ["units with no output over the whole batch" if column == 3 else
                 "outputs exactly 0"] * len(classes))
-        out.append({"type": "bar", "orientation": "h", "y": paths, "x": clean(latest[ok, column]),
+        values = shown if column == 4 else latest[ok, column]
+        out.append({"type": "bar", "orientation": "h", "y": paths, "x": clean(values),
                     "name": name, "marker": {"color": colour}, "xaxis": "x", "yaxis": "y",
                     "customdata": why,
                     "hovertemplate": f"%{{y}}<br>{name}: %{{x:.0%}}<br>%{{customdata}}<extra></extra>"})

@@ -42,30 +42,24 @@ from .embeddings_data import (
     as_losses,
     check_images,
     class_codes,
-    code_bytes,
-    code_width,
-    default_colour,
-    f32,
     info_html,
     legend_html,
     picture_note,
     point_colours,
     quality_html,
-    rows_bytes,
     scatter_png,
     selected_grid,
-    suspect_positions,
     take,
     thumbnails,
 )
-from .embeddings_widgets import embedding_widget
+from .embeddings_stream import DrawOrder, StreamedWidget
 from .view_frames import embedding_figure, embedding_frame
 
 NAMES = {"pca": "PCA", "tsne": "t-SNE", "umap": "UMAP"}
 FIRST_PICTURE_GRACE = 1.0  # s the worker waits for the preview to be drawn (or asked for)
 
 
-class EmbeddingView(View):
+class EmbeddingView(StreamedWidget, View):
     """Points of a representation in 2-D, coloured by label, prediction, loss or
     correctness, with quality figures and findings from the geometry.
 
@@ -119,6 +113,9 @@ class EmbeddingView(View):
         self._drawn = threading.Event()  # set once a first picture has been asked for
         self._started = time.perf_counter()
         self.timings: dict[str, float] = {}  # seconds from the call: layout, done
+        self._order = DrawOrder(len(features.values))  # a big set: a sample first
+        self._rest_wanted = threading.Event()  # the browser drew the sample
+        self._rest_sent = threading.Event()  # every point is in the widget's state
 
     @classmethod
     def from_arrays(cls, features: Any, *, labels=None, images=None, predictions=None,
@@ -268,40 +265,10 @@ class EmbeddingView(View):
         with self._lock:
             return self.layout, self.layout_name, self._running
 
-    def _send(self, w: Any) -> None:
-        with w.hold_sync():
-            for name, value in self._live_state().items():
-                setattr(w, name, value)
-            if len(w.thumbs) != len(self.thumbs):
-                w.thumbs = list(self.thumbs)
-
-    def _live_state(self) -> dict[str, Any]:
-        """The traits that change while the view works, read with the picture they describe."""
-        layout, name, running = self._picture()
-        return {"x": f32(layout[:, 0]), "y": f32(layout[:, 1]), "layout_name": name,
-                "layout_how": self.layout_how, "stage": self.stage, "error": self.error,
-                "busy": running, "info_html": self._info_html(name),
-                "suspects": suspect_positions(self._geometry)}
-
     def _build_widget(self) -> Any:
         with self._sync:  # the worker's pushes wait until the widget is in place
             self._widget = self._new_widget()
             return self._widget
-
-    def _new_widget(self) -> Any:
-        self._drawn.set()
-        c = self.classes
-        widget = embedding_widget()(
-            rows=rows_bytes(self.features.rows), class_names=c.names,
-            labels=code_bytes(c.labels, len(c.names)), code_width=code_width(len(c.names)),
-            predictions=code_bytes(c.predictions, len(c.names)), losses=f32(self.losses),
-            thumbs=list(self.thumbs), color_by=default_colour(c, self.losses), **self._live_state())
-        widget.observe(self._on_selection, names="selected")
-        return widget
-
-    def _on_selection(self, change: dict) -> None:
-        positions = [p for p in change["new"] if 0 <= p < len(self.features.rows)]
-        self._selected = self.features.rows[positions].tolist()
 
     def _info_html(self, layout_name: str | None = None) -> str:
         """The side panel; ``layout_name``: the name of the picture it stands beside."""

@@ -10,6 +10,7 @@ from ._base import live_esm
 
 _STATIC = Path(__file__).with_name("static")
 _VENDOR = "vendor/regl-scatterplot-1.16.0.js"
+_POINTS = "embeddings_points.js"  # typed arrays, colours, the draw queue, the moving sample
 
 
 @cache
@@ -51,10 +52,12 @@ def embedding_widget() -> type:
     import traitlets
 
     class EmbeddingWidget(_base_widget()):
-        _esm = live_esm(_asset(_VENDOR) + "\n" + _asset("embeddings_widget.js"))
+        _esm = live_esm("\n".join([_asset(_VENDOR), _asset(_POINTS),
+                                   _asset("embeddings_widget.js")]))
         x = traitlets.Bytes(b"").tag(sync=True)
         y = traitlets.Bytes(b"").tag(sync=True)
         losses = traitlets.Bytes(b"").tag(sync=True)
+        total = traitlets.Int(0).tag(sync=True)  # points in the view; x may hold a sample first
 
     return EmbeddingWidget
 
@@ -67,7 +70,7 @@ def timeline_widget() -> type:
     widget_js = _asset("embeddings_widget.js").replace("export default { render };", "")
 
     class EmbeddingTimelineWidget(_base_widget()):
-        _esm = live_esm("\n".join([_asset(_VENDOR), widget_js,
+        _esm = live_esm("\n".join([_asset(_VENDOR), _asset(_POINTS), widget_js,
                                    _asset("embedding_timeline.js")]))
         xs = traitlets.Bytes(b"").tag(sync=True)
         ys = traitlets.Bytes(b"").tag(sync=True)

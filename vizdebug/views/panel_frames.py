@@ -13,6 +13,7 @@ panel                     frame (long form)
 ``grads``                 per parameter and sampled step: ``grad_norm``, ``weight_norm``,
                           ``update_ratio`` (figure: heat of log10 gradient norm)
 ``health``                per module, at the latest sample: ``dead``, ``saturated``, ``zero``
+                          (``saturated`` NaN where no bounded activation reads the output)
 ``timing``                the recent batches: ``batch``, ``wait_ms``, ``compute_ms``
 ``system``                the process: ``seconds``, ``cpu_percent``, ``rss_mib``, ``gpu_mib``
 ``epochs``                a row per epoch: ``epoch``, ``first_step``, ``last_step``, metrics
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..analysis.training.distributions import LayerColumns, activation_bands, parameter_scales
 from ..analysis.training.epochs import epoch_table
+from ..analysis.training.saturation import shown_saturation
 from ..errors import VizdebugError, VizdebugTypeError
 from ..records import ACTIVATION_FIELDS, GRAD_FIELDS, TrainingRecords
 from . import _plotly_export as px
@@ -92,9 +94,10 @@ def health_frame(rec: TrainingRecords) -> pd.DataFrame:
     n = min(latest.shape[0], len(rec.module_paths))
     return _frame({"module": list(rec.module_paths[:n]), "class": list(rec.module_classes[:n]),
                    "step": np.full(n, int(rec.act_steps[-1]), dtype=np.int64),
-                   **{out: latest[:n, ACTIVATION_FIELDS.index(field)].astype(float)
-                      for out, field in (("dead", "dead"), ("saturated", "saturated"),
-                                         ("zero", "zero"))}})
+                   "dead": latest[:n, ACTIVATION_FIELDS.index("dead")].astype(float),
+                   # what the dashboard draws: a logits layer's large values are no saturation
+                   "saturated": shown_saturation(rec)[:n],
+                   "zero": latest[:n, ACTIVATION_FIELDS.index("zero")].astype(float)})
 
 
 def timing_frame(rec: TrainingRecords) -> pd.DataFrame:

@@ -26,6 +26,7 @@ from ._figure_svg import figure_svg
 MAX_RANK_LINES = 16  # ranks drawn one line each (the band covers them all)
 FOLLOW_INTERVAL = 2.0  # seconds between two reads of a running job's files
 FOLLOW_QUIET = 60.0    # seconds with every file closed (or unchanged) before it stops
+FOLLOW_FAILURES = 5    # reads failing in a row before it stops
 
 
 def _finite(values: np.ndarray) -> list[float | None]:
@@ -52,10 +53,35 @@ def rank_figure(ranks: list[RankData], metric: str) -> dict[str, Any]:
         traces.append({"type": "scatter", "mode": "lines", "name": f"rank {rank}",
                        "x": np.asarray(steps).tolist(), "y": _finite(values),
                        "line": {"color": colour(i), "width": 1.2}, "opacity": 0.9})
-    return {"data": traces, "layout": {
+    layout: dict[str, Any] = {
         "height": 340, "margin": {"l": 64, "r": 150, "t": 34, "b": 40},
         "title": {"text": f"{metric} on each rank, and their range"},
-        "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": metric}}}}
+        "xaxis": {"title": {"text": "step"}}, "yaxis": {"title": {"text": metric}}}
+    first = _first_nonfinite(curves)
+    if first is not None:  # where the lines stop, and why: a marked step, said in words
+        step, ranks = first
+        on = ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
+        layout["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": step,
+                             "x1": step, "y0": 0, "y1": 1}]
+        layout["annotations"] = [{
+            "text": f"non-finite from step {step} (rank{'s' if len(ranks) > 1 else ''} {on})",
+            "x": 1.0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "right",
+            "showarrow": False, "font": {"size": 11, "color": "#b00020"}}]
+    return {"data": traces, "layout": layout}
+
+
+def _first_nonfinite(curves: dict[int, tuple[Any, Any]]) -> tuple[int, list[int]] | None:
+    """The first step at which a rank's value is NaN or infinite, and the ranks with a
+    non-finite value at that step (None when every value is finite)."""
+    at: dict[int, int] = {}
+    for rank, (steps, values) in curves.items():
+        bad = ~np.isfinite(np.asarray(values, dtype=float))
+        if bad.any():
+            at[rank] = int(np.asarray(steps)[bad].min())
+    if not at:
+        return None
+    step = min(at.values())
+    return step, sorted(k for k, v in at.items() if v == step)
 
 
 def straggler_html(rows: list[StragglerRow]) -> str:
@@ -166,8 +192,11 @@ class RanksView(View):
 
 
 def _follow(ref: weakref.ref, interval: float) -> None:
-    """The loop of :meth:`RanksView.follow` (holds the view weakly between reads)."""
-    last, quiet_since = None, time.monotonic()
+    """The loop of :meth:`RanksView.follow` (holds the view weakly between reads).
+
+    A read that fails (a rank's file caught while its writer creates it) is tried again
+    at the next interval; only :data:`FOLLOW_FAILURES` failures in a row stop it."""
+    last, quiet_since, failures = None, time.monotonic(), 0
     while True:
         time.sleep(interval)
         view = ref()
@@ -176,12 +205,20 @@ def _follow(ref: weakref.ref, interval: float) -> None:
         try:
             versions = [run.version for run in view.source.ranks.values()]
             if versions != last:
-                last, quiet_since = versions, time.monotonic()
                 view.refresh()
                 view.update_twin(force=True)
-            done = not view.running() or time.monotonic() - quiet_since > FOLLOW_QUIET
-        except Exception:  # a view that cannot read on stops following, never raises
-            return
+                # the versions read before the redraw: a rank that changed during it is
+                # read again at the next interval
+                last, quiet_since = versions, time.monotonic()
+            # stops once every rank closed and nothing was written since the last read
+            # (a rank that closed during the redraw gets one more)
+            done = ((not view.running()
+                     and [run.version for run in view.source.ranks.values()] == last)
+                    or time.monotonic() - quiet_since > FOLLOW_QUIET)
+            failures = 0
+        except Exception:  # never raises into the notebook: tries again, then gives up
+            failures += 1
+            done = failures >= FOLLOW_FAILURES
         del view
         if done:
             return

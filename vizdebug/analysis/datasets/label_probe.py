@@ -7,8 +7,11 @@ nearest class mean. Each is compared with what the same probe scores when the la
 are permuted (:data:`PERMUTATIONS` times): labels that belong to their images score far
 above that in any image dataset worth training on (digits' 1-NN agrees 98% of the time
 against 10% by chance; raw-pixel CIFAR-10, 35% against 10%); labels shuffled apart from
-their images score as the permutations do. The probe speaks only on image inputs and on
-enough items for the difference to show (:data:`PROBE_MIN`).
+their images score as the permutations do. A third probe, the share of one feature's
+variance the classes explain (the best feature), keeps it quiet where a single column
+separates the classes among noise columns. The probe speaks on image inputs and on rows
+of a table (``check_dataset``), on enough items for the difference to show
+(:data:`PROBE_MIN`).
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ def probe_features(images: np.ndarray) -> np.ndarray:
     return cut.reshape(n, c, h2, fh, w2, fw).mean(axis=(3, 5)).reshape(n, -1)
 
 
-def label_findings(features: np.ndarray, labels: list, indices: list[int] | None = None
-                   ) -> list[Finding]:
+def label_findings(features: np.ndarray, labels: list, indices: list[int] | None = None,
+                   noun: str = "images") -> list[Finding]:
     """``labels-shuffled`` when neither probe finds the labels above chance on at least
     :data:`PROBE_MIN` images of at least two classes.
 
@@ -62,10 +65,11 @@ def label_findings(features: np.ndarray, labels: list, indices: list[int] | None
     if x.shape[1] == 0:
         return []
     rng = np.random.default_rng(0)
-    scores = [_z(probe, x, y, rng) for probe in (_nearest_neighbour, _nearest_mean)]
+    probes = (_nearest_neighbour, _nearest_mean, _best_feature)
+    scores = [_z(probe, x, y, rng) for probe in probes]
     if max(z for z, _, _ in scores) >= Z_QUIET:
         return []
-    return [_finding(scores, y, indices)]
+    return [_finding(scores, y, indices, noun)]
 
 
 def _class_ids(labels: list) -> np.ndarray | None:
@@ -111,6 +115,17 @@ def _nearest_mean(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return dist.argmin(axis=1)
 
 
+def _best_feature(x: np.ndarray, y: np.ndarray) -> float:
+    """The largest share of one feature's variance that the classes explain (eta squared,
+    over the features one by one): a column that tells the classes apart alone, even
+    where distances over all of them are dominated by noise columns."""
+    onehot = np.eye(y.max() + 1)[y]
+    counts = onehot.sum(0)
+    means = (onehot.T @ x) / np.maximum(counts, 1)[:, None]
+    between = (counts[:, None] * means ** 2).sum(0) / len(y)  # x is centred, unit variance
+    return float(between.max())
+
+
 def _z(probe, x: np.ndarray, y: np.ndarray, rng: np.random.Generator
        ) -> tuple[float, float, float]:
     """The probe's agreement with the labels, in deviations of its agreement with
@@ -118,6 +133,8 @@ def _z(probe, x: np.ndarray, y: np.ndarray, rng: np.random.Generator
     if probe is _nearest_neighbour:
         nn = probe(x, y)
         score = lambda labels: float((labels[nn] == labels).mean())  # noqa: E731
+    elif probe is _best_feature:
+        score = lambda labels: probe(x, labels)  # noqa: E731
     else:
         score = lambda labels: float((probe(x, labels) == labels).mean())  # noqa: E731
     rounds = PERMUTATIONS
@@ -127,17 +144,21 @@ def _z(probe, x: np.ndarray, y: np.ndarray, rng: np.random.Generator
 
 
 def _finding(scores: list[tuple[float, float, float]], y: np.ndarray,
-             indices: list[int] | None) -> Finding:
-    (z_nn, nn, nn0), (z_mean, mean, mean0) = scores
+             indices: list[int] | None, noun: str = "images") -> Finding:
+    (z_nn, nn, nn0), (z_mean, mean, mean0), (z_col, col, col0) = scores
+    one = noun[:-1]
     return Finding(
         "labels-shuffled", "warning",
-        f"the labels carry no information about their images: over {len(y)} items of "
-        f"{y.max() + 1} classes an image's nearest neighbour has its label {nn:.0%} of the "
-        f"time and the nearest class mean {mean:.0%}, as with the labels shuffled at random "
-        f"({nn0:.0%}, {mean0:.0%}); real labels score far above it",
+        f"the labels carry no information about their {noun}: over {len(y)} items of "
+        f"{y.max() + 1} classes {'an' if one[0] in 'aeiou' else 'a'} {one}'s nearest neighbour "
+        f"has its label {nn:.0%} of the time and the nearest class mean {mean:.0%}, as with "
+        f"the labels shuffled at random ({nn0:.0%}, {mean0:.0%}), and no single feature "
+        "separates the classes better than it does under shuffled labels; real labels "
+        "score far above it",
         evidence={"items": len(y), "classes": int(y.max() + 1), "nn_agreement": nn,
                   "nn_chance": nn0, "z_nn": z_nn, "mean_agreement": mean,
-                  "mean_chance": mean0, "z_mean": z_mean,
+                  "mean_chance": mean0, "z_mean": z_mean, "best_feature_eta2": col,
+                  "best_feature_chance": col0, "z_feature": z_col,
                   **({"sampled_indices": indices[:16]} if indices else {})},
         hint="the labels were put in a different order from the images: a list of labels "
              "read before the table or file list was shuffled or sorted, inputs permuted "

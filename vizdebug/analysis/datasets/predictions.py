@@ -117,6 +117,8 @@ def _as_labels(y: Any, what: str) -> np.ndarray:
     arr = _plain_array(y) if isinstance(y, (list, tuple)) else to_numpy(_unwrap(y), what)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
+    elif arr.ndim == 2 and arr.dtype.kind in "biuf" and _one_hot(arr):
+        arr = arr.argmax(axis=1)  # one-hot rows: their classes
     if arr.ndim != 1 or arr.shape[0] == 0:
         raise VizdebugError(f"{what} must be one class per sample (1-D, not empty), got "
                             f"{describe(y)}")
@@ -132,6 +134,11 @@ def _as_labels(y: Any, what: str) -> np.ndarray:
         raise VizdebugError(f"{what} must hold one class per sample (numbers or strings); "
                             f"found {short_repr(odd[0])} in {describe(y)}")
     return np.asarray(values, dtype=object)
+
+
+def _one_hot(arr: np.ndarray) -> bool:
+    return arr.shape[0] > 0 and bool(np.isin(arr, (0, 1)).all()) and bool(
+        np.all(arr.sum(axis=1) == 1))
 
 
 def _plain_array(values: list | tuple) -> np.ndarray:
@@ -194,8 +201,68 @@ def check_predictions(y_true: Any, y_pred: Any, *, labels: Any = None) -> Findin
     >>> check_predictions([0] * 90 + [1] * 10, [0] * 100).codes
     ['misleading-accuracy']
     """
+    multi = _multi_label(y_true, y_pred)
+    if multi is not None:
+        return Findings(_label_findings(*multi))
     report = prediction_report(y_true, y_pred, labels=labels)
     return Findings(accuracy_findings(report))
+
+
+def _multi_label(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(truth, pred)`` as ``(n, k)`` 0/1 arrays when ``y_true`` is a multi-label target
+    (``(n, k)`` of 0/1, k > 1, rows that do not all hold exactly one 1) and ``y_pred``
+    its predictions of the same shape (0/1, or probabilities: threshold 0.5); None for
+    anything else, which the one-class-per-sample path reads (a one-hot ``y_true`` as
+    its classes)."""
+    if y_true is None or y_pred is None:
+        return None
+    truth = (_plain_array(y_true) if isinstance(y_true, (list, tuple))
+             else to_numpy(_unwrap(y_true), "y_true"))
+    if truth.ndim != 2 or truth.shape[1] < 2 or truth.dtype.kind not in "biuf":
+        return None
+    if not np.isin(truth, (0, 1)).all() or _one_hot(truth):  # one-hot: classes
+        return None
+    pred = np.asarray(y_pred if isinstance(y_pred, (list, tuple))
+                      else to_numpy(_unwrap(y_pred), "y_pred"))
+    if pred.shape != truth.shape:
+        raise VizdebugError(f"y_true is a multi-label target of shape {truth.shape} but y_pred "
+                            f"has shape {pred.shape}; pass one 0/1 prediction per label")
+    if pred.dtype.kind == "f" and not np.isin(pred, (0, 1)).all():
+        if not (np.isfinite(pred).all() and pred.min() >= 0 and pred.max() <= 1):
+            raise VizdebugError("y_pred holds scores outside [0, 1] for a multi-label target; "
+                                "pass 0/1 predictions (e.g. logits > 0) or probabilities")
+        pred = pred >= 0.5
+    elif not np.isin(pred, (0, 1)).all():
+        raise VizdebugError(f"y_pred must hold 0/1 per label for a multi-label target, got "
+                            f"{describe(y_pred)}")
+    return truth.astype(np.int64), pred.astype(np.int64)
+
+
+def _label_findings(truth: np.ndarray, pred: np.ndarray) -> list[Finding]:
+    """``misleading-accuracy`` for a multi-label model whose element-wise accuracy is close
+    to what predicting no label would score: the two classes 'label present' and 'label
+    absent' pooled over every label (micro), read as :func:`accuracy_findings` reads a
+    binary model, with the labels it never finds named."""
+    confusion = np.zeros((2, 2), dtype=np.int64)
+    np.add.at(confusion, (truth.reshape(-1), pred.reshape(-1)), 1)
+    report = _from_confusion([0, 1], confusion)
+    found = accuracy_findings(report)
+    if not found or report.majority_class != 0:
+        return found
+    present = truth.sum(axis=0) > 0
+    never = [str(j) for j in np.flatnonzero(present & ((truth & pred).sum(axis=0) == 0))]
+    f = found[0]
+    return [Finding(
+        "misleading-accuracy", "warning",
+        f"element-wise accuracy {report.accuracy:.1%} over {truth.shape[1]} labels is close to "
+        f"the {report.majority_share:.1%} that predicting no label at all would score "
+        f"(balanced accuracy {report.balanced_accuracy:.1%}; {report.recall[1]:.1%} of the "
+        f"present labels found); never found: {len(never)} of {int(present.sum())} labels "
+        f"({', '.join(never[:8])}{' ...' if len(never) > 8 else ''})",
+        evidence={**f.evidence, "labels": truth.shape[1], "never_found": never[:256]},
+        hint="report per-label recall/F1 (or mAP) instead of element-wise accuracy, and "
+             "weight the positives: BCEWithLogitsLoss(pos_weight=negatives / positives per "
+             "label)")]
 
 
 def accuracy_findings(report: PredictionReport) -> list[Finding]:

@@ -77,6 +77,10 @@ class RelationSample:
     def add(self, index: int, x: np.ndarray, y: Any, label: Any) -> None:
         """Keep what the probes need of item ``index`` (input ``x``, target ``y``, its
         class label when it has one)."""
+        if (x.ndim == 1 and x.dtype.kind in "biuf" and x.size >= 2 and label is not None
+                and len(self.rows) < LABEL_SAMPLE):
+            self.rows.append((index, x.astype(np.float64), label))  # a table's row
+            return
         image = _as_chw(x)
         if image is None:
             return
@@ -104,7 +108,8 @@ class RelationSample:
             shapes = Counter(r.shape for _, r, _ in self.rows).most_common(1)[0][0]
             rows = [(i, r, lab) for i, r, lab in self.rows if r.shape == shapes]
             return label_findings(np.stack([r for _, r, _ in rows]),
-                                  [lab for _, _, lab in rows], [i for i, _, _ in rows])
+                                  [lab for _, _, lab in rows], [i for i, _, _ in rows],
+                                  noun="rows" if len(shapes) == 1 else "images")
 
     def _pair_findings(self) -> list[Finding]:
         common = Counter((im.shape, t.shape) for _, im, t in self.pairs).most_common(1)[0][0]

@@ -19,6 +19,11 @@ training forwards, collected by ``collect/taps/program.py``):
   that only merges or splits neighbouring axes, leaves both readings equal: no verdict.
   A first convolution whose channels sit on its input's last axis instead of axis 1
   (NHWC fed as is) is named too: it fails, and the finding says why.
+- **embedded tokens on a Conv1d's channel axis.** A Conv1d fed an embedding's output as
+  it is, (batch, seq, embedding) for a token input (batch, seq), reads the sequence as
+  channels and convolves across the embedding values; the permuted (batch, embedding,
+  seq) is the layout it convolves along the text in. Where seq equals the embedding size
+  the two readings agree in shape: no verdict.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ def rule_axis_order(rec: TrainingRecords) -> list[Finding]:
         if axes.path in seen:
             continue
         found = (_batch_on_time_axis(axes, batch) if axes.kind == "sequence"
+                 else _tokens_on_channels(axes) if axes.kind == "conv_tokens"
                  else _reshaped_not_permuted(axes))
         if found is not None:
             seen.add(axes.path)
@@ -79,6 +85,26 @@ def _batch_on_time_axis(axes: AxisFacts, batch: int | None) -> Finding | None:
         hint=f"The input is laid out {layout}: construct the module with "
              f"batch_first={not axes.batch_first}, or transpose the input for it "
              "(x.transpose(0, 1)) and its output back.",
+    )
+
+
+def _tokens_on_channels(axes: AxisFacts) -> Finding:
+    """A Conv1d fed embedded tokens as (batch, seq, embedding): it reads the sequence as its
+    channels and slides along the embedding values."""
+    (b, seq, emb), root = axes.shape, tuple(axes.root_shape)
+    return Finding(
+        "axis-order", "warning",
+        f"{axes.cls} {axes.path!r} received ({b}, {seq}, {emb}): the embedded tokens of the "
+        f"model input {root}, laid out (batch, seq, embedding). A Conv1d reads axis 1 as its "
+        f"channels (in_channels={axes.in_channels}) and slides along axis 2, so it takes the "
+        f"{seq} positions of each text as channels and convolves across its {emb} embedding "
+        "values instead of along the text: a local pattern of neighbouring tokens is not "
+        "what it sees",
+        where=axes.path,
+        evidence={"shape": list(axes.shape), "model_input": list(root),
+                  "in_channels": axes.in_channels, "relation": "tokens on channels"},
+        hint=f"Put the embedding on the channel axis before the convolution: "
+             f"x = x.permute(0, 2, 1) (batch, {emb}, {seq}), with in_channels={emb}.",
     )
 
 

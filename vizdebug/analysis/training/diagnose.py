@@ -29,6 +29,7 @@ from .curves import (
 )
 from .events import rule_events
 from .inputs import rule_input_scale
+from .metrics import rule_accuracy_against_loss
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 from .profile import profile_of
 from .protocol import (
@@ -335,6 +336,7 @@ RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
     rule_frozen_batchnorm_training,
     rule_vanishing, rule_dead_units, rule_parameters_not_updated, rule_underfitting,
     rule_overfitting, rule_unstable, rule_lr_collapse, rule_input_bound, rule_collector_errors,
+    rule_accuracy_against_loss,  # an accuracy its own loss rules out
     rule_compiled,  # info: what a compiled model's run does not hold
 )
 

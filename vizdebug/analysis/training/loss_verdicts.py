@@ -16,14 +16,16 @@ from typing import Any
 from ...findings import Finding
 from .loss_checks import loss_problems, normalised_over_batch
 
-__all__ = ["LOSS_CALL", "NORMALISED_AXIS", "NO_GRAPH", "SQUASHED_TWICE", "UNTRAINED_LEAVES",
-           "loss_event_finding"]
+__all__ = ["CUT_FROM_MODEL", "LOSS_CALL", "NORMALISED_AXIS", "NO_GRAPH", "SQUASHED_TWICE",
+           "UNTRAINED_LEAVES", "loss_event_finding"]
 
 # the observations LossWatch records (``detail["check"]``)
 LOSS_CALL = "loss-call"                # detail["seen"]: the summary of one loss call
 SQUASHED_TWICE = "squashed-twice"      # detail["source"]: softmax or sigmoid
 NO_GRAPH = "loss-without-graph"        # backward() on a fresh leaf
 UNTRAINED_LEAVES = "untrained-leaves"  # detail["count"], detail["shapes"]
+# backward() on a graph whose leaves are all new tensors: none of the model's parameters
+CUT_FROM_MODEL = "loss-cut-from-model"  # detail["count"], detail["shapes"]
 # detail["function"] (softmax/log_softmax), "dim", "shape", "batch", "consumer"
 NORMALISED_AXIS = "normalised-over-batch"
 
@@ -84,6 +86,17 @@ def _no_graph(kind: str, detail: dict[str, Any]) -> Verdict:
             "the model's output")
 
 
+def _cut_from_model(kind: str, detail: dict[str, Any]) -> Verdict:
+    shapes = ", ".join(str(tuple(s)) for s in detail.get("shapes", []))
+    return ("error",
+            f"backward() was called on a loss whose graph reaches none of the model's "
+            f"parameters: its only leaves are {detail.get('count')} new tensors that require "
+            f"gradients (shapes {shapes}), so no parameter of the model gets a gradient",
+            "the loss was rebuilt from values (torch.tensor([...], requires_grad=True) over "
+            "per-term losses, .item(), .numpy()): combine the terms with torch operations "
+            "(torch.stack(losses).sum(), sum(losses)) so the graph reaches the model")
+
+
 def _untrained_leaves(kind: str, detail: dict[str, Any]) -> Verdict:
     shapes = ", ".join(str(tuple(s)) for s in detail.get("shapes", []))
     return ("warning",
@@ -113,5 +126,5 @@ def _normalised_axis(kind: str, detail: dict[str, Any]) -> Verdict | None:
 
 _VERDICTS: dict[str, Callable[[str, dict[str, Any]], Verdict | None]] = {
     LOSS_CALL: _loss_call, SQUASHED_TWICE: _squashed_twice, NO_GRAPH: _no_graph,
-    UNTRAINED_LEAVES: _untrained_leaves, NORMALISED_AXIS: _normalised_axis,
+    UNTRAINED_LEAVES: _untrained_leaves, CUT_FROM_MODEL: _cut_from_model, NORMALISED_AXIS: _normalised_axis,
 }

@@ -34,6 +34,8 @@ BELOW_REAL = 0.1
 D_WIN_SHARE = 0.05
 G_GROWTH = 2.0
 MIN_LOGGED = 20
+# a frozen norm layer's running mean "moved" beyond float noise (in its running std)
+MIN_NORM_DRIFT = 1e-4
 
 _D_NAME = re.compile(r"(?:^|[^a-z])(?:d|dis\w*|critic)(?:[^a-z]|$)|errd\b", re.IGNORECASE)
 _G_NAME = re.compile(r"(?:^|[^a-z])(?:g|gen\w*)(?:[^a-z]|$)|errg\b", re.IGNORECASE)
@@ -113,6 +115,10 @@ def rule_frozen_batchnorm_training(rec: TrainingRecords) -> list[Finding]:
              if p in frozen}
     moved = (f"; their running means moved by up to {_f(max(drift.values()))} of their std at "
              f"the first step ({max(drift, key=drift.get)!r})") if drift else ""
+    undone = [p for p in frozen if p in set(rec.program.frozen_norms_set_eval)
+              and drift.get(p, 0.0) > MIN_NORM_DRIFT]
+    if undone:
+        return [_eval_undone_finding(undone, drift)]
     return [Finding(
         "frozen-batchnorm-training", "info",
         f"{len(frozen)} frozen BatchNorm layers stay in train() mode ({', '.join(frozen[:3])}"
@@ -121,6 +127,25 @@ def rule_frozen_batchnorm_training(rec: TrainingRecords) -> list[Finding]:
         where=frozen[0], evidence={"layers": list(frozen[:50]), "drift": drift},
         hint="if the backbone's statistics must stay the pretrained ones, put these layers "
              "back in eval() after every model.train() (or use FrozenBatchNorm2d)")]
+
+
+def _eval_undone_finding(undone: list[str], drift: dict[str, float]) -> Finding:
+    """The program itself had put these frozen layers in eval() (inside a model in train())
+    when it was watched, and a later ``model.train()`` put them back in training: the
+    freeze it meant does not hold, and their statistics moved (a warning)."""
+    worst = max(undone, key=lambda p: drift[p])
+    return Finding(
+        "frozen-batchnorm-training", "warning",
+        f"{len(undone)} frozen BatchNorm layers ({', '.join(undone[:3])}"
+        f"{' ...' if len(undone) > 3 else ''}) were in eval() when the model was watched, set "
+        "so by the program inside a model in train(), and trained in train() mode afterwards: "
+        "a later model.train() undid that eval(), and their running means moved by up to "
+        f"{_f(drift[worst])} of their std ({worst!r}) while their weights stay frozen",
+        where=undone[0], evidence={"layers": list(undone[:50]), "drift": drift,
+                                   "relation": "eval undone by train()"},
+        hint="model.train() sets every submodule's mode: re-apply eval() to the frozen "
+             "BatchNorm layers after each model.train() (override train() in the model), or "
+             "replace them by FrozenBatchNorm2d / track_running_stats=False")
 
 
 # -- GANs -------------------------------------------------------------------------------------

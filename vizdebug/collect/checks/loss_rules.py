@@ -23,7 +23,12 @@ from ...analysis.training.loss_checks import (
     UNIT_RANGE_OPS,
     loss_problems,
 )
-from ...analysis.training.loss_verdicts import LOSS_CALL, NO_GRAPH, UNTRAINED_LEAVES
+from ...analysis.training.loss_verdicts import (
+    CUT_FROM_MODEL,
+    LOSS_CALL,
+    NO_GRAPH,
+    UNTRAINED_LEAVES,
+)
 
 __all__ = ["LOSS_FUNCTIONS", "backward_problems", "check_loss_call", "normaliser", "output_op",
            "summarize"]
@@ -244,17 +249,23 @@ def backward_problems(loss: Any, known: set[int] | None) -> list[Observation]:
         return [("zero-gradients", {"check": NO_GRAPH, "function": "backward"})]
     if known is None:  # the graph is walked once, when the trainable tensors are known
         return []
-    foreign = _foreign_leaves(loss.grad_fn, known)
+    foreign, reached = _foreign_leaves(loss.grad_fn, known)
     if not foreign:
         return []
+    if not reached:  # new leaves only: the loss was rebuilt apart from the model
+        return [("zero-gradients",
+                 {"check": CUT_FROM_MODEL, "function": "backward", "count": len(foreign),
+                  "shapes": [list(t.shape) for t in foreign[:5]]})]
     return [("parameters-not-updated",
              {"check": UNTRAINED_LEAVES, "function": "backward", "count": len(foreign),
               "shapes": [list(t.shape) for t in foreign[:5]]})]
 
 
-def _foreign_leaves(root: Any, known: set[int]) -> list[Any]:
-    """Leaves (``AccumulateGrad`` nodes' tensors) under ``root`` whose ids are not known."""
+def _foreign_leaves(root: Any, known: set[int]) -> tuple[list[Any], bool]:
+    """Leaves (``AccumulateGrad`` nodes' tensors) under ``root`` whose ids are not known,
+    and whether any known leaf is under it too."""
     seen, stack, out = set(), [root], []
+    reached = False
     while stack and len(seen) < GRAPH_LIMIT:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -263,5 +274,6 @@ def _foreign_leaves(root: Any, known: set[int]) -> list[Any]:
         variable = getattr(node, "variable", None)  # AccumulateGrad: the leaf tensor
         if variable is not None and id(variable) not in known:
             out.append(variable)
+        reached |= variable is not None and id(variable) in known
         stack.extend(child for child, _ in node.next_functions)
-    return out
+    return out, reached or len(seen) >= GRAPH_LIMIT  # (a graph not walked to its end)

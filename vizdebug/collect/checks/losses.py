@@ -33,7 +33,12 @@ from ...analysis.training.loss_checks import (
     batch_of,
     normalised_over_batch,
 )
-from ...analysis.training.loss_verdicts import NO_GRAPH, NORMALISED_AXIS, SQUASHED_TWICE
+from ...analysis.training.loss_verdicts import (
+    CUT_FROM_MODEL,
+    NO_GRAPH,
+    NORMALISED_AXIS,
+    SQUASHED_TWICE,
+)
 from .anomaly import AnomalyEvent
 from .loss_rules import (
     LOSS_FUNCTIONS,
@@ -80,6 +85,7 @@ class LossWatch:
         self.graph_checked = False
         self.step = 0
         self.calls = 0  # loss calls checked
+        self.functions: dict[str, None] = {}  # the loss functions seen, in order (16 at most)
         self.offered = 0  # sampled steps offered to arm()
         self.seen: set[tuple[str, str]] = set()
         self._mode: Any = None
@@ -142,6 +148,8 @@ class LossWatch:
         """Check one loss call (never raises)."""
         try:
             self.calls += 1
+            if len(self.functions) < 16:
+                self.functions.setdefault(name)
             for code, detail in check_loss_call(name, args, kwargs, self._made):
                 self._report(name, code, detail, observed(detail))
         except Exception as exc:
@@ -229,6 +237,9 @@ def _backward_seen(problem: Observation) -> str:
     if detail["check"] == NO_GRAPH:
         return "backward() was called on a tensor without a graph (a new leaf)"
     shapes = ", ".join(str(tuple(s)) for s in detail["shapes"])
+    if detail["check"] == CUT_FROM_MODEL:
+        return (f"backward() on a graph whose only leaves are {detail['count']} new tensors "
+                f"(shapes {shapes}): none of the model's parameters")
     return (f"{detail['count']} tensors that require gradients feed the loss but are neither "
             f"parameters of the watched model nor held by its optimizer (shapes {shapes})")
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...records import RunDelta
+from ..hooks.param_hooks import drop_empty_hooks
 from .anomaly import AnomalyEvent, AnomalyPolicy
 from .losses import CHECK_EVERY, FULL_CHECKS
 from .mode_watch import mode_sensitive
@@ -270,3 +271,6 @@ def _remove(owner: Any, name: str) -> None:
     setattr(owner, name, None)
     if handle is not None:
         handle.remove()
+        param = owner.param() if name == "_grad_hook" else None
+        if param is not None:
+            drop_empty_hooks(param)  # (else each backward would still call into it)

@@ -194,7 +194,7 @@ class ModelHooks(LayerHooks):
             sampler, step = self.sampler, self.step
             sampling = sampler.start_step(step)
             if not sampling and self._sampled_step is None and (
-                    self.permanent or not self.step_handles):
+                    self.permanent or not self._hooked):
                 self.sampling = False
                 return
             start = sampler.clock()
@@ -207,9 +207,9 @@ class ModelHooks(LayerHooks):
             if sampling:
                 sampler.begin_sample()
                 self._begin_sample(step)
-            if not self.permanent and sampling and not self.step_handles:
+            if not self.permanent and sampling and not self._hooked:
                 self._attach()
-            elif not self.permanent and not sampling and self.step_handles:
+            elif not self.permanent and not sampling and self._hooked:
                 self._detach()
             sampler.charge(sampler.clock() - start)
         except Exception as exc:
@@ -247,7 +247,7 @@ class ModelHooks(LayerHooks):
         crashed on a ``None`` is named."""
         exc = sys.exc_info()[1]
         try:
-            self.param_hooks.attach_ready(self._make_grad_hook, self.step_handles)  # lazy modules
+            self.param_hooks.attach_ready(self._make_grad_hook, self._hooked)  # lazy modules
             if exc is not None:
                 self.outputs.discard()
                 self.crash.crashed(exc)

@@ -55,7 +55,7 @@ class GradientCollector:
     >>> model = torch.nn.Linear(3, 2)
     >>> grads = GradientCollector(list(model.parameters()))
     >>> for i, p in enumerate(model.parameters()):
-    ...     _ = p.register_post_accumulate_grad_hook(grads.make_hook(i, print, print))
+    ...     _ = p.register_hook(grads.make_hook(i, print, print))
     >>> grads.begin()
     >>> model(torch.ones(4, 3)).sum().backward()  # doctest: +ELLIPSIS
     1 <...StepGrads object at ...>
@@ -79,17 +79,23 @@ class GradientCollector:
 
     def make_hook(self, idx: int, first: Callable[[int, StepGrads], None],
                   on_error: Callable[[BaseException], None]) -> Callable[[Any], None]:
-        """The post-accumulate-grad hook of parameter ``idx``: during a sampled step it
-        keeps the parameter until the end of backward, and at the first gradient of each
-        backward pass calls ``first(idx, step_grads)`` (where the caller queues
-        :meth:`end_of_backward` for them: :func:`~.fused.at_end_of_backward`). It runs
-        for every parameter of every sampled step, so it does no more than that; an
+        """The gradient hook of parameter ``idx`` (a tensor hook, called with the gradient
+        that arrives, before it is added to ``.grad``): during a sampled step it keeps the
+        parameter until the end of backward, when ``.grad`` is read, and at the first
+        gradient of each backward pass calls ``first(idx, step_grads)`` (where the caller
+        queues :meth:`end_of_backward` for them: :func:`~.fused.at_end_of_backward`). It
+        runs for every parameter of every sampled step, so it does no more than that; an
         exception goes to ``on_error``."""
-        def grad_hook(param: torch.Tensor) -> None:
+        ref = self.params[idx]
+
+        def grad_hook(grad: Any) -> None:
             current = self.current  # (None between sampled steps)
             if current is None:
                 return
             try:
+                param = ref()
+                if param is None:
+                    return
                 current.ready.append((idx, param))
                 if not current.queued:
                     current.queued = True

@@ -92,8 +92,9 @@ def remove_all(handles: list[Any]) -> None:
 
 class LayerHooks:
     """The per-layer part of :class:`~.engine.ModelHooks`: its sampled steps' hooks on the
-    leaf modules, the containers and the parameters, attached, parked between samples and
-    put back (the attributes and hook makers are the engine's)."""
+    leaf modules and the containers, attached, parked between samples and put back, and
+    the parameters' (:class:`~.param_hooks.ParamHooks`: put in and taken out) (the
+    attributes and hook makers are the engine's)."""
 
     _parked: ParkedHooks | None
     _rooted: bool
@@ -104,6 +105,7 @@ class LayerHooks:
         root = self.clock.optimizer is not None and not self.permanent and model is not None
         key = (root, tuple(self.param_hooks.waiting))  # what the hooks are registered for
         parked, self._parked, self._rooted = self._parked, None, root
+        self.param_hooks.attach(self._make_grad_hook)  # (their own: see param_hooks.py)
         if parked is not None and (handles := parked.restore(key)) is not None:
             self.step_handles = handles  # the last sample's hooks, back in place
             return
@@ -124,10 +126,15 @@ class LayerHooks:
             module = ref()
             if module is not None:
                 add(module.register_forward_hook(graph_safe(self._make_container_hook(path))))
-        self.param_hooks.attach(self._make_grad_hook, add)
+
+    @property
+    def _hooked(self: Any) -> bool:
+        """Whether the sampled steps' hooks are on."""
+        return bool(self.step_handles) or self.param_hooks.attached
 
     def _detach(self: Any, park: bool = True) -> None:
         """Take the per-layer hooks off; ``park``: ready for :meth:`_attach` to put back."""
+        self.param_hooks.detach()
         handles, self.step_handles = self.step_handles, []
         if park and handles:  # (lazy parameters hooked since the attach are among them)
             self._parked = ParkedHooks(handles, (self._rooted, tuple(self.param_hooks.waiting)))

@@ -324,6 +324,7 @@ def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> Prog
     program = ProgramTap(model)
     clock = hooks.clock
     program.step = lambda: clock.step
+    program.loss_functions = lambda: list(hooks.losses.functions)
     hooks.on_input = program.observe_input
     hooks.known_tensors = program.known_ids
     program.axes.on_error = hooks.on_error

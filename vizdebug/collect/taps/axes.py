@@ -46,6 +46,11 @@ class AxisWatch:
         self.paused = False  # Session.paused(): forwards in between are not the program's
         self._handles: list[Any] = []  # the model's and the convolutions' hooks
         self._sequence: dict[str, list[Any]] = {}  # path -> [handle, training calls seen]
+        # the embedding sizes of the model's Embedding layers: a convolution's input whose
+        # first axes are the token input's (batch, seq) and last one of these is embedded
+        # text, its token axis on the convolution's channel axis
+        self._embedding_dims = {int(m.embedding_dim) for m in model.modules()
+                                if type(m).__name__ == "Embedding"}
         self._register(model)
 
     def facts(self) -> list[AxisFacts]:
@@ -145,9 +150,21 @@ class AxisWatch:
                 elif x.numel() == root.numel():
                     self._conv_seen = True  # the first convolution fed the model input's values
                     self._observe_conv(path, module, x, root)
+                elif self._tokens_on_channels(x, root):
+                    self._conv_seen = True
+                    self._record(AxisFacts(path, type(module).__name__, "conv_tokens",
+                                           list(x.shape), root_shape=list(root.shape),
+                                           in_channels=module.in_channels))
             except Exception as exc:
                 self.on_error(f"the axis-order collector on {path!r}", exc)
         return hook
+
+    def _tokens_on_channels(self, x: Any, root: Any) -> bool:
+        """A Conv1d input laid out (batch, seq, embedding) from the token input (batch, seq):
+        the sequence on the channel axis, the embedding along the convolved one."""
+        return (x.dim() == 3 and root.dim() == 2 and not root.is_floating_point()
+                and tuple(x.shape[:2]) == tuple(root.shape) and root.shape[1] > 1
+                and int(x.shape[2]) in self._embedding_dims and x.shape[2] != x.shape[1])
 
     def _observe_conv(self, path: str, module: torch.nn.Module, x: Any, root: Any) -> None:
         order = axes_keeping_order(tuple(root.shape), tuple(x.shape))

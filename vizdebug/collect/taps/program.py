@@ -52,6 +52,9 @@ class ProgramTap:
         self._frozen_norms = [(n, weakref.ref(m)) for n, m in model.named_modules()
                               if _frozen_norm(m)][:MAX_FACT_PATHS]
         self._optimizers: dict[int, tuple[weakref.ref, OptimizerFacts]] = {}
+        # frozen norm layers in eval() inside a model in train() at watch: set so by the program
+        self.norms_set_eval = [n for n, ref in self._frozen_norms
+                               if model.training and not ref().training]
         self.norms_training: set[str] = set()
         self.norms_eval: set[str] = set()
         # frozen norm layers' running means at the first mode check, and how far (in their
@@ -75,6 +78,7 @@ class ProgramTap:
                             ][:MAX_FACT_PATHS]
         self.input_ranges: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
         self.step = lambda: 0  # the training step in progress (the session's clock)
+        self.loss_functions = lambda: []  # the loss functions the loss check saw
         self.version = 0
         self.axes = AxisWatch(model, changed=self._changed)  # the first training forwards
 
@@ -161,13 +165,15 @@ class ProgramTap:
             loader_batch_size=self.loader_batch_size, batch_sizes=list(self.batch_sizes),
             frozen=self.frozen[:MAX_FACT_PATHS],
             frozen_norms_training=sorted(self.norms_training),
-            frozen_norms_eval=sorted(self.norms_eval), lazy=self.lazy[:MAX_FACT_PATHS],
+            frozen_norms_eval=sorted(self.norms_eval),
+            frozen_norms_set_eval=list(self.norms_set_eval), lazy=self.lazy[:MAX_FACT_PATHS],
             compiled=self.compiled[:MAX_FACT_PATHS],
             input_requires_grad=self.input_requires_grad, axes=self.axes.facts(),
             drop_last=self.drop_last, dataset_len=self.dataset_len,
             batch_norms=[list(b) for b in self.batch_norms],
             input_ranges=[list(r) for r in self.input_ranges],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
+            loss_functions=[str(f) for f in self.loss_functions()][:16],
         )
 
     def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:

@@ -65,7 +65,9 @@ function vdCurvesView(panel, smoothing, logScale) {
     if (range && (trace.yaxis || "y") === "y") {
       y = y.map((v) => (v === null || !isFinite(v) ? v : Math.min(Math.max(v, range[0]), range[1])));
     }
-    return Object.assign({}, trace, { y: vdEma(y, smoothing), visible: smoothing > 0 });
+    // its steps are the raw trace's: after a zoom those are the kernel's points there
+    return Object.assign({}, trace, { x: panel.data[i - 1].x, y: vdEma(y, smoothing),
+      visible: smoothing > 0 });
   });
   const layout = Object.assign({}, panel.layout);
   const yaxis = Object.assign({}, layout.yaxis, { type: logScale ? "log" : "linear" });

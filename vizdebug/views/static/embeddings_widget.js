@@ -10,66 +10,6 @@ const VD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c5
 const VD_NONE = "#bbbbbb";
 const VD_LOSS_BINS = 32;
 const VD_STRIP_MAX = 48;
-const VD_MOVING_AT = 40000;  // more points than this: a fixed sample is drawn while the view moves
-const VD_MOVING_POINTS = 25000;  // software WebGL on 2 cores: ~4 frames/s at 100k, 1 per 1-2 s at 1M
-const VD_STILL_MS = 200;  // no camera change for this long: the view is still, draw every point
-
-function vdArray(value, Kind) {
-  if (!value || !value.byteLength) return null;
-  const buf = value.buffer ? value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength) : value;
-  return new Kind(buf);
-}
-
-function vdLossRamp(t) {  // blue (low) to red (high) through pale yellow
-  const a = [44, 123, 182], m = [255, 255, 191], b = [215, 25, 28];
-  const [p, q, s] = t < 0.5 ? [a, m, t * 2] : [m, b, (t - 0.5) * 2];
-  return "#" + p.map((v, i) => Math.round(v + (q[i] - v) * s).toString(16).padStart(2, "0")).join("");
-}
-
-// Class codes arrive as 1, 2 or 4 bytes each (the widest value of the narrow kinds: none).
-function vdCodes(model, key) {
-  const width = model.get("code_width") || 4;
-  const Kind = width === 1 ? Uint8Array : width === 2 ? Uint16Array : Int32Array;
-  const raw = vdArray(model.get(key), Kind);
-  if (!raw || width === 4) return raw;
-  const none = width === 1 ? 255 : 65535, out = new Int32Array(raw.length);
-  for (let i = 0; i < raw.length; i++) out[i] = raw[i] === none ? -1 : raw[i];
-  return out;
-}
-
-function vdData(model) {
-  return {
-    x: vdArray(model.get("x"), Float32Array), y: vdArray(model.get("y"), Float32Array),
-    rows: vdArray(model.get("rows"), Int32Array), labels: vdCodes(model, "labels"),
-    preds: vdCodes(model, "predictions"),
-    losses: vdArray(model.get("losses"), Float32Array), names: model.get("class_names"),
-  };
-}
-
-// One categorical code per point and the colour of each code, for a colouring.
-function vdEncoding(d, by) {
-  const n = d.x.length, codes = new Float32Array(n);
-  const nc = Math.max(1, d.names.length);
-  const classColours = Array.from({ length: nc }, (_, i) => VD_PALETTE[i % VD_PALETTE.length]);
-  if ((by === "label" && d.labels) || (by === "prediction" && d.preds)) {
-    const src = by === "label" ? d.labels : d.preds;
-    for (let i = 0; i < n; i++) codes[i] = src[i] >= 0 ? src[i] : nc;
-    return { codes, colours: [...classColours, VD_NONE] };
-  }
-  if (by === "correct" && d.labels && d.preds) {
-    for (let i = 0; i < n; i++) codes[i] = d.labels[i] < 0 || d.preds[i] < 0 ? 2 : (d.labels[i] === d.preds[i] ? 0 : 1);
-    return { codes, colours: ["#2ca02c", "#d62728", VD_NONE] };
-  }
-  if (by === "loss" && d.losses) {
-    const order = Array.from(d.losses.keys()).filter((i) => Number.isFinite(d.losses[i]));
-    order.sort((i, j) => d.losses[i] - d.losses[j]);
-    codes.fill(VD_LOSS_BINS);
-    order.forEach((i, r) => { codes[i] = Math.min(VD_LOSS_BINS - 1, Math.floor(r * VD_LOSS_BINS / order.length)); });
-    const ramp = Array.from({ length: VD_LOSS_BINS }, (_, i) => vdLossRamp(i / (VD_LOSS_BINS - 1)));
-    return { codes, colours: [...ramp, VD_NONE] };
-  }
-  return { codes, colours: [VD_PALETTE[0]] };
-}
 
 function vdEl(tag, cls, text) {
   const e = document.createElement(tag);
@@ -144,8 +84,22 @@ function vdStatus(model, status, t0) {
   const secs = ((Date.now() - t0) / 1000).toFixed(0);  // the browser's clock: kernels may be remote
   status.classList.toggle("vd-emb-busy", busy);
   const how = model.get("layout_how");
-  status.textContent = ` ${model.get("layout_name")}${how ? ` (${how})` : ""}` +
+  status.textContent = ` ${model.get("layout_name")}${how ? ` (${how})` : ""}` + vdArriving(model) +
     (busy ? ` \u00b7 ${model.get("stage") || "working"}\u2026 ${secs} s` : "") + (err ? ` \u00b7 ${err}` : "");
+}
+
+// A big set's first state holds a fixed sample; the rest comes once it is drawn.
+function vdArriving(model) {
+  const total = model.get("total") || 0, have = ((model.get("x") || {}).byteLength || 0) / 4;
+  if (total <= have) return "";
+  const fmt = (v) => v.toLocaleString("en-US");
+  return ` \u00b7 ${fmt(have)} of ${fmt(total)} points drawn (a fixed random sample), the rest arriving`;
+}
+
+function vdAskRest(model, s) {  // once per view, after its first draw
+  if (s.asked || !s.d.total || s.d.x.length >= s.d.total) return;
+  s.asked = true;
+  model.send({ kind: "rest" });
 }
 
 function vdBuild(el, model, d) {
@@ -212,47 +166,6 @@ function vdCreatePlot(canvas, n) {
   return plot;
 }
 
-// regl-scatterplot refuses a draw while one runs (a rejected promise, logged as uncaught):
-// one draw at a time, and of those asked for meanwhile only the newest.
-function vdDrawQueue() {
-  let running = false, next = null;
-  const run = (job) => {
-    running = true;
-    Promise.resolve().then(job).catch((err) => console.debug("vizdebug: draw skipped", err))
-      .finally(() => { running = false; if (next) { const j = next; next = null; run(j); } });
-  };
-  return (job) => { if (running) next = job; else run(job); };
-}
-
-// Past VD_MOVING_AT points a software-rendered frame takes a second: while the camera
-// moves, a fixed sample is drawn (regl-scatterplot's filter), and every point once it stops.
-function vdMovingSample(n) {
-  const step = n / VD_MOVING_POINTS, out = new Array(VD_MOVING_POINTS);
-  for (let k = 0; k < VD_MOVING_POINTS; k++) out[k] = Math.floor(k * step);
-  return out;
-}
-
-function vdMotion(s, queue, kept) {
-  let timer = null, sample = null;
-  s.moving = false;
-  const still = () => {
-    timer = null;
-    s.moving = false;
-    queue(() => s.plot.unfilter({ preventEvent: true })  // the filter dropped the rest of it
-      .then(() => kept().length && s.plot.select(kept(), { preventEvent: true })));
-  };
-  return () => {
-    if (!s.plot || s.d.x.length <= VD_MOVING_AT || s.transition) return;
-    if (!s.moving) {
-      s.moving = true;
-      sample = sample || vdMovingSample(s.d.x.length);
-      queue(() => s.plot.filter(sample, { preventEvent: true }));
-    }
-    clearTimeout(timer);
-    timer = setTimeout(still, VD_STILL_MS);
-  };
-}
-
 // Camera changes while the user's pointer or wheel acts are theirs: the view is no longer
 // the fitted one, and a resize leaves it alone.
 function vdTouch(stage, s) {
@@ -279,7 +192,14 @@ function render({ model, el }) {
   const ui = vdBuild(el, model, s.d);
   const t0 = Date.now();
   const queue = vdDrawQueue();
-  const draw = (opts) => queue(() => s.plot && s.plot.draw(points()[0], { preventFilterReset: true, zDataType: "categorical", ...opts }));
+  // one job per draw, its follow-up inside it: the queue keeps only the newest job waiting
+  const draw = (opts, { moving = false, after = null } = {}) => queue(() => {
+    if (!s.plot) return null;
+    s.transition = moving;
+    return s.plot.draw(points()[0], { preventFilterReset: true, zDataType: "categorical", ...opts })
+      .then(() => { vdAskRest(model, s); return after && after(); })
+      .finally(() => { s.transition = false; });
+  });
   const points = () => {
     const enc = vdEncoding(s.d, model.get("color_by"));
     return [{ x: s.d.x, y: s.d.y, valueA: enc.codes }, enc.colours];
@@ -296,14 +216,18 @@ function render({ model, el }) {
     s.pending = true;
     requestAnimationFrame(() => {
       s.pending = false;
+      const before = s.d.x.length;
       s.d = vdData(model);
-      s.transition = true;
-      draw({ transition: true, transitionDuration: 750 });
-      queue(() => { s.transition = false; });
+      const kept = () => model.get("selected");
+      if (s.d.x.length !== before) {  // the rest of a big set: drawn at once, the selection kept
+        draw({}, { after: () => kept().length && s.plot.select(kept(), { preventEvent: true }) });
+      } else {
+        draw({ transition: true, transitionDuration: 750 }, { moving: true });
+      }
     });
   };
   const select = (sel) => {
-    if (s.moving) return;  // the moving sample's filter, not the user
+    if (s.moving || s.quiet) return;  // the moving sample's filter, not the user
     model.set("selected", sel);
     model.save_changes();
     vdStrip(ui.strip, s.d, model.get("thumbs"), sel);
@@ -326,7 +250,7 @@ function render({ model, el }) {
     s.plot.subscribe("view", () => { moved(); if (s.touching) s.fitted = false; });
     s.plot.get("renderer").canvas.addEventListener("webglcontextlost", s.lost);
     recolour();
-    queue(fit);
+    queue(fit, "fit");
   };
   s.lost = (e) => vdLostNote(ui, () => {  // a fresh canvas and plot on a fresh context
     e.target.removeEventListener("webglcontextlost", s.lost);
@@ -393,7 +317,7 @@ function vdWire(model, el, ui, s, { recolour, relayout, t0, layoutKeys = ["x", "
   for (const k of layoutKeys) model.on(`change:${k}`, relayout);
   model.on("change:color_by", recolour);
   model.on("change:info_html", showInfo);
-  for (const k of ["stage", "busy", "error", "layout_name"]) model.on(`change:${k}`, status);
+  for (const k of ["stage", "busy", "error", "layout_name", "total", ...layoutKeys]) model.on(`change:${k}`, status);
   s.timer = setInterval(() => { if (model.get("busy")) status(); }, 500);
   showInfo();
 }
