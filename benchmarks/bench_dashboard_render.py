@@ -1,5 +1,7 @@
-"""What drawing the dashboard costs the page's main thread: vizdebug's own SVG charts beside
-uPlot (the vendored canvas chart library, ``views/static/vendor``) and plotly.js
+"""What drawing the dashboard costs the page's main thread: vizdebug's SVG charts (what the
+live line panels were drawn with before issue 23, and what the heatmap, the bars and the
+saved pages still use) beside vizdebug's line panels on uPlot (``static/chart_uplot*.js``
+over the vendored uPlot 1.6.32: what the live widget draws now) and plotly.js
 (``Plotly.react``, what a plotly-based live view such as a FigureWidget does), on the same
 panels, in the same headless Chromium, interleaved.
 
@@ -10,12 +12,13 @@ Four measurements:
 
 1. per panel: each of ten successive states (one step more each) drawn in turn, 30 times;
    the median ms of one redraw (synchronous work, the microtasks it queues (uPlot draws in
-   one) and the layout it forces). uPlot keeps its chart and is handed the new data
-   (``setData``), as a live view would; the heatmap and the grouped bars have no uPlot
-   form (the issue keeps the heatmap a small canvas of our own), so they are ours in the
-   uPlot column of the refresh.
+   one) and the layout it forces). The uPlot column is the port itself (``vdLineChart``:
+   the chart kept and handed the new state, its columns aligned, epoch marks, notes,
+   markers and legend drawn), not the bare library; the heatmap and the grouped bars are
+   ours in both columns.
 2. one refresh: every panel redrawn in one go, the figure the 16 ms budget is about.
-3. a long series (1M points by default): the first draw, then a zoom to a tenth of it.
+3. a long series (1M points by default): the first draw, then a zoom to a tenth of it (a
+   drag, as mouse events, on either chart).
 4. page weight: the bytes each engine's script adds to a page, raw and gzipped.
 
 The panels come from a real session (a small model, its loader tapped, four logged
@@ -40,42 +43,13 @@ import torch
 
 import vizdebug as vd
 from vizdebug.views._dashboard_figure import dashboard_panels
-from vizdebug.views.dashboard import _charts_js, _live
+from vizdebug.views.dashboard import UPLOT_CSS, UPLOT_FILES, _charts_js, _live
 
 STATIC = Path(vd.__file__).parent / "views" / "static"
 STATE_JS = STATIC / "dashboard_state.js"
-UPLOT_JS = STATIC / "vendor" / "uPlot-1.6.32.iife.min.js"
-UPLOT_CSS = STATIC / "vendor" / "uPlot-1.6.32.min.css"
+UPLOT_JS = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in UPLOT_FILES)
+UPLOT_STYLE = (STATIC / UPLOT_CSS).read_text(encoding="utf-8")
 LINE_PANELS = ("curves", "timing", "system")
-
-# A panel's line traces as uPlot data and options: one x (the union of the traces' steps)
-# and a y per trace, null where it has no point (uPlot's data are aligned columns), and a
-# second y scale where a trace is on y2. What a uPlot port must do on each refresh, so it
-# is inside the timed draw.
-ADAPTER_JS = """
-function benchUplotData(panel) {
-  const traces = panel.data.filter((t) => t.type === "scatter" && t.visible !== false);
-  const xs = new Set();
-  for (const t of traces) for (const v of t.x || []) xs.add(v);
-  const x = Float64Array.from(xs).sort();
-  const at = new Map();
-  x.forEach((v, i) => at.set(v, i));
-  const cols = traces.map((t) => {
-    const col = new Array(x.length).fill(null);
-    (t.x || []).forEach((v, i) => { col[at.get(v)] = t.y[i]; });
-    return col;
-  });
-  return { traces, data: [x, ...cols] };
-}
-function benchUplotOpts(traces, width) {
-  return { width, height: 260, legend: { show: true }, cursor: { drag: { x: true, y: false } },
-    scales: { x: { time: false } },
-    axes: [{}, { scale: "y" }, { scale: "y2", side: 1, grid: { show: false } }],
-    series: [{}, ...traces.map((t) => ({ label: t.name, scale: t.yaxis === "y2" ? "y2" : "y",
-      stroke: (t.line && t.line.color) || "#1f77b4", width: (t.line && t.line.width) || 1,
-      spanGaps: true, points: { show: (t.mode || "").includes("markers") } }))] };
-}
-"""
 
 SETTLE_JS = "() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)))"
 
@@ -95,13 +69,8 @@ DRAW_JS = """async ([kind, names, reps]) => {
   const drawOne = (i, name) => {
     const f = fig(i, name), div = divs[name];
     if (kind === "plotly") { Plotly.react(div, f.data, f.layout, {displaylogo: false}); return; }
-    if (kind === "uplot" && LINE.includes(name)) {
-      const { traces, data } = benchUplotData(f);
-      if (!charts[name]) charts[name] = new uPlot(benchUplotOpts(traces, 1000), data, div);
-      else charts[name].setData(data);
-      return;
-    }
-    charts[name] = charts[name] || vdChart(div);
+    const make = kind === "uplot" && LINE.includes(name) ? vdLineChart : vdChart;
+    charts[name] = charts[name] || make(div);
     charts[name].draw(f);
   };
   const drawAll = async (i) => {
@@ -119,14 +88,13 @@ DRAW_JS = """async ([kind, names, reps]) => {
   }
   for (const name of names) {
     if (kind === "plotly") Plotly.purge(divs[name]);
-    else if (charts[name] && charts[name].destroy) charts[name].destroy();
     else if (charts[name]) charts[name].purge();
   }
   return times;
 }"""
 
-# A long random walk: the first draw, then a zoom to the tenth in the middle (uPlot: its
-# x scale set; ours: the drag a user makes, as mouse events).
+# A long random walk: the first draw, then a zoom to the tenth in the middle (the drag a
+# user makes, as mouse events, on our SVG chart or on the uPlot one).
 BIG_JS = """async ([kind, n]) => {
   const host = document.getElementById("host");
   host.innerHTML = "<div id='big' style='width:1000px'></div>";
@@ -138,32 +106,31 @@ BIG_JS = """async ([kind, n]) => {
   const settle = async () => { await Promise.resolve(); await Promise.resolve();
     div.getBoundingClientRect(); };
   const out = {};
+  const fig = { data: [{ type: "scatter", mode: "lines", name: "walk", x: Array.from(x),
+    y: Array.from(y), line: { color: "#1f77b4", width: 1 } }],
+    layout: { xaxis: { title: { text: "step" } }, yaxis: {}, height: 260 } };
   let t = performance.now();
-  let chart;
-  if (kind === "uplot") {
-    chart = new uPlot({ width: 1000, height: 260, scales: { x: { time: false } },
-      series: [{}, { label: "walk", stroke: "#1f77b4" }] }, [x, y], div);
-  } else {
-    chart = vdChart(div);
-    chart.draw({ data: [{ type: "scatter", mode: "lines", name: "walk", x: Array.from(x),
-      y: Array.from(y), line: { color: "#1f77b4", width: 1 } }],
-      layout: { xaxis: { title: { text: "step" } }, yaxis: {}, height: 260 } });
-  }
+  const chart = (kind === "uplot" ? vdLineChart : vdChart)(div);
+  chart.draw(fig);
   await settle();
   out.draw = performance.now() - t;
-  await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
-  t = performance.now();
-  if (kind === "uplot") {
-    chart.setScale("x", { min: 0.45 * n, max: 0.55 * n });
+  const frame = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 5)));
+  await frame();
+  const area = div.querySelector(".vd-plot-area"), box = area.getBoundingClientRect();
+  const ev = (type, fx) => area.dispatchEvent(new MouseEvent(type, { bubbles: true,
+    clientX: box.left + box.width * fx, clientY: box.top + box.height * 0.5 }));
+  ev("mousedown", 0.45); await frame(); ev("mousemove", 0.5); await frame();
+  ev("mousemove", 0.55); await frame();
+  t = performance.now();  // the zoom is drawn on the mouseup
+  if (kind === "uplot") {  // what uPlot's mouseup calls (its handlers ignore synthetic drags)
+    div.uplot.setSelect({ left: 0.45 * box.width, width: 0.1 * box.width, top: 0, height: box.height });
   } else {
-    const svg = div.querySelector("svg"), box = svg.getBoundingClientRect();
-    const ev = (type, fx) => div.firstChild.dispatchEvent(new MouseEvent(type, { bubbles: true,
-      clientX: box.left + box.width * fx, clientY: box.top + box.height * 0.5 }));
-    ev("mousedown", 0.45); ev("mousemove", 0.5); ev("mouseup", 0.55);
+    ev("mouseup", 0.55);
   }
   await settle();
   out.zoom = performance.now() - t;
-  if (chart.destroy) chart.destroy(); else chart.purge();
+  out.zoomed = div.dataset.xrange;
+  chart.purge();
   return out;
 }"""
 
@@ -200,7 +167,7 @@ def states(steps: int) -> list[dict]:
 def engine_scripts(with_plotly: bool) -> dict[str, str]:
     """Each engine's script (and style) as a page must carry it."""
     out = {"vizdebug": _charts_js(),
-           "uplot": UPLOT_JS.read_text(encoding="utf-8") + UPLOT_CSS.read_text(encoding="utf-8")}
+           "uplot": _charts_js() + UPLOT_JS + UPLOT_STYLE}
     if with_plotly:
         from plotly.offline import get_plotlyjs
 
@@ -210,10 +177,9 @@ def engine_scripts(with_plotly: bool) -> dict[str, str]:
 
 def page(panels: list[dict], scripts: dict[str, str]) -> str:
     plotly = f"<script>{scripts['plotly']}</script>" if "plotly" in scripts else ""
-    return (f"<html><head><style>{UPLOT_CSS.read_text(encoding='utf-8')}</style></head>"
+    return (f"<html><head><style>{UPLOT_STYLE}</style></head>"
             f"<body><div id='host'></div>{plotly}"
-            f"<script>{UPLOT_JS.read_text(encoding='utf-8')}</script>"
-            f"<script>{STATE_JS.read_text()}\n{_charts_js()}\n{ADAPTER_JS}\n"
+            f"<script>{STATE_JS.read_text()}\n{_charts_js()}\n{UPLOT_JS}\n"
             f"const LINE = {json.dumps(LINE_PANELS)};\n"
             f"window.STATES = {json.dumps(panels)};</script></body></html>")
 
@@ -269,6 +235,9 @@ def main() -> None:
         for _ in range(2):
             for kind in big:
                 results[kind].append(tab.evaluate(BIG_JS, [kind, args.big]))
+        spans = {k: [float(b) - float(a) for a, b in (r["zoomed"].split(",") for r in results[k])]
+                 for k in big}  # each drag zoomed to about a tenth
+        assert all(0.05 * args.big < v < 0.15 * args.big for k in big for v in spans[k]), spans
         for what in ("draw", "zoom"):
             print(_ratio_row(what, [min(r[what] for r in results[k]) for k in big], 0))
         browser.close()

@@ -22,6 +22,13 @@ LAST_STEP_JS = POINTS_JS.replace("t ? t.x.length : 0", "t && t.x.length ? t.x[t.
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+# the last step uPlot holds in the curves (its aligned x) and the spec's last raw step
+UPLOT_LAST_JS = """() => { const d = document.querySelector('.jp-Notebook .vd-panel-curves');
+  const xs = d.uplot.data[0];
+  const spec = Math.max(...d.data.filter((t) => t.meta && t.meta.raw && t.x.length)
+    .map((t) => t.x[t.x.length - 1]));
+  return { uplot: xs[xs.length - 1], spec }; }"""
+
 EVIL = "<img src=x onerror=alert(1)>_loss"
 
 SETUP = """
@@ -167,7 +174,7 @@ def test_dashboard_updates_while_the_cell_runs(lab):
     lab.context.add_init_script(PROFILE_JS)
     page = lab.start_notebook("live.ipynb",
                               [SETUP, TRAIN, CLOSE])
-    page.locator(".jp-Notebook .vd-dash .vd-panel-curves .vd-chart-svg").wait_for(timeout=90_000)
+    page.locator(".jp-Notebook .vd-dash .vd-panel-curves .uplot").wait_for(timeout=90_000)
     # in view, as for a user watching it (a panel out of view is redrawn once seen)
     page.locator(".jp-Notebook .vd-panel-curves").scroll_into_view_if_needed()
 
@@ -222,8 +229,9 @@ def test_dashboard_updates_while_the_cell_runs(lab):
 
 
 def _assert_charts_answer_the_pointer(page, dash):
-    """Our SVG charts keep what plotly gave: a value on hover, a legend entry that hides
-    its series, a drag that zooms the steps, a double-click that shows them all."""
+    """The charts keep what plotly gave: a value on hover (the heatmap, our SVG; the
+    curves, uPlot), a legend entry that hides its series, a drag that zooms the steps, a
+    double-click that shows them all. The curves uPlot holds are the spec's last steps."""
     heat = dash.locator(".vd-panel-grads .vd-plot-area").bounding_box()
     page.mouse.move(heat["x"] + heat["width"] / 2, heat["y"] + 5)
     tip = dash.locator(".vd-panel-grads .vd-tip")
@@ -231,11 +239,21 @@ def _assert_charts_answer_the_pointer(page, dash):
     assert "step" in tip.inner_text() and "0.weight" in tip.inner_text(), tip.inner_text()
 
     curves = dash.locator(".vd-panel-curves")
-    lines = curves.locator(".vd-chart-svg path")
-    before = lines.count()
+    drawn = page.evaluate(UPLOT_LAST_JS)
+    assert drawn["uplot"] == drawn["spec"] and drawn["uplot"] > 0, drawn
+    area = curves.locator(".vd-plot-area").bounding_box()
+    tip = curves.locator(".vd-tip")
+    for k in range(60):  # down a column until the pointer meets a curve: its value
+        page.mouse.move(area["x"] + 0.5 * area["width"], area["y"] + area["height"] * k / 60)
+        if tip.is_visible():
+            break
+    assert "step" in tip.inner_text() and ":" in tip.inner_text(), tip.inner_text()
+    before = int(curves.get_attribute("data-series"))
     curves.locator(".vd-legend-item", has_text="val_loss").click()
-    page.wait_for_function(f"() => document.querySelectorAll('.jp-Notebook .vd-panel-curves "
-                           f".vd-chart-svg path').length < {before}", timeout=5_000)
+    page.wait_for_function(f"() => +document.querySelector('.jp-Notebook .vd-panel-curves')"
+                           f".dataset.series < {before}", timeout=5_000)
+    assert page.evaluate("() => document.querySelector('.jp-Notebook .vd-panel-curves').uplot"
+                         ".series.filter((s) => s.label === 'val_loss').every((s) => !s.show)")
     full = [float(v) for v in curves.get_attribute("data-xrange").split(",")]
     area = curves.locator(".vd-plot-area").bounding_box()
     y = area["y"] + area["height"] / 2
@@ -287,7 +305,7 @@ def _assert_survives_resize(page, dash):
     assert all(abs(h - before) < 5 for h in heights), (before, heights)
     widths = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .vd-panel')]"
                            ".map((d) => [d.getBoundingClientRect().width, "
-                           "(d.querySelector('.main-svg') || d.querySelector('.vd-chart-svg'))"
+                           "d.querySelector('.vd-chart-svg, .uplot canvas')"
                            ".getBoundingClientRect().width])")
     assert all(abs(div - svg) < 2 for div, svg in widths), widths  # each plot fills its place
 

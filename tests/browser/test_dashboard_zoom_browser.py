@@ -6,6 +6,9 @@ keep readable text (the charts are a white sheet, their text dark by constructio
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
 import pytest
 
 from .test_dark_and_paging import CONTRAST_JS, _theme
@@ -40,7 +43,7 @@ INSIDE_JS = """([lo, hi]) => {
 def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
     page = lab.start_notebook("zoom.ipynb", CELLS)
     curves = page.locator(".jp-Notebook .vd-panel-curves")
-    curves.locator(".vd-chart-svg").wait_for(timeout=120_000)
+    curves.locator(".uplot").wait_for(timeout=120_000)
     lab.wait_done(page, timeout=180)
     assert lab.widget_errors(page) == [] and lab.page_errors == []
     curves.scroll_into_view_if_needed()
@@ -58,6 +61,7 @@ def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
     after = page.evaluate(INSIDE_JS, [lo, hi])
     assert after > 4 * before, (before, after)  # the kernel's, at the chart's resolution
     assert [float(v) for v in curves.get_attribute("data-xrange").split(",")] == [lo, hi]
+    _assert_exports_the_zoomed_panel(page, curves, lo, hi)
     curves.locator(".vd-plot-area").dblclick()
     assert curves.get_attribute("data-zoomed") is None
     assert page.evaluate(INSIDE_JS, [lo, hi]) == before
@@ -71,8 +75,29 @@ def test_a_drag_zoom_draws_the_kernels_points_of_that_range(lab):
             page.mouse.move(area["x"] + 0.5 * area["width"], area["y"] + area["height"] * k / 40)
             if tip.is_visible():
                 break
+        if theme == "JupyterLab Dark":
+            lab.screenshot(page, "dashboard_dark.png", page.locator(".jp-Notebook .vd-dash").first)
         got = page.evaluate(CONTRAST_JS, DARK_GROUPS)
         for name, found in got.items():
             assert found["n"] > 0, (theme, name)
             assert found["worst"][0]["ratio"] >= 4.5, (theme, name, found["worst"])
     lab.screenshot(page, "dashboard_light_after_dark.png", curves)
+
+
+def _assert_exports_the_zoomed_panel(page, curves, lo, hi):
+    """The uPlot panel's SVG and PNG export: drawn from its spec by the SVG renderer (a
+    canvas has no SVG form), with the zoom the user sees: its step ticks inside [lo, hi]."""
+    with page.expect_download() as got:
+        curves.locator(".vd-export-svg").click()
+    assert got.value.suggested_filename == "vizdebug-curves.svg"
+    root = ET.parse(got.value.path()).getroot()  # well-formed
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "Learning curves" in "".join(root.itertext())
+    ticks = [float(t) for t in texts if t.replace(".", "", 1).isdigit()]
+    steps = [v for v in ticks if v > 10]  # the y ticks of a loss near 1 are small numbers
+    assert steps and all(lo <= v <= hi for v in steps), (lo, hi, ticks)
+    width = float(root.get("width"))
+    with page.expect_download() as got:
+        curves.locator(".vd-export-png").click()
+    data = Path(got.value.path()).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == int(2 * width)

@@ -92,7 +92,7 @@ def _essentials(app: JupyterLab, page, state, name: str) -> None:
 
 
 def _dashboards(page) -> None:
-    plots = page.locator(".jp-Notebook .vd-dash .vd-panel-curves .vd-chart-svg")
+    plots = page.locator(".jp-Notebook .vd-dash .vd-panel-curves .uplot")
     assert plots.count() == 2
     drawn = page.evaluate("() => [...document.querySelectorAll('.jp-Notebook .vd-dash "
                           ".vd-panel-curves')].map(g => (g.data || []).length)")

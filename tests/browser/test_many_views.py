@@ -70,7 +70,8 @@ WAIT = "e1.wait(60); e2.wait(120); time.sleep(2)  # the refined pictures in thei
 DRAWN_JS = """(live) => {
   const root = document.querySelector('.jp-Notebook') || document.body;
   const all = (sel, el) => Array.from((el || root).querySelectorAll(sel));
-  const marks = (svg) => all('path, polyline, image, circle, rect', svg).filter((e) => {
+  const marks = (svg) => svg.classList.contains('vd-chart-uplot') ? uplotMarks(svg.parentElement.uplot)
+    : all('path, polyline, image, circle, rect', svg).filter((e) => {
     if (e.closest('.vd-legend-item, clipPath, defs') || e.classList.contains('vd-hover-dot')) return false;
     const tag = e.tagName.toLowerCase();
     if (tag === 'path') return (e.getAttribute('d') || '').length > 1;
@@ -79,7 +80,9 @@ DRAWN_JS = """(live) => {
     return true;
   }).length;
   const dashSel = live ? '.vd-dash' : '.vd-dashboard';
-  const charts = live ? '.vd-chart-svg' : '.vd-chart-svg, svg.vd-figure-svg';
+  // a live line panel is uPlot's: the series it draws with at least one point
+  const uplotMarks = (u) => (u ? u.series.filter((s, i) => i && s.show && u.data[i].some((v) => v != null)).length : 0);
+  const charts = live ? '.vd-chart-svg, .vd-chart-uplot' : '.vd-chart-svg, svg.vd-figure-svg';
   const dashboards = all(dashSel).filter((d) => d.offsetParent !== null)
     .map((d) => all(charts, d).map(marks));
   const pictures = all('.vd-emb-static img, .vd-batch-static img, .vd-batch-widget img')

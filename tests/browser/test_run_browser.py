@@ -30,7 +30,7 @@ def test_a_dashboard_follows_a_run_written_by_another_process(lab, lab_root):
             time.sleep(0.2)
         page = lab.start_notebook(
             "follow.ipynb", ["import vizdebug as vd\nvd.open_run('job.sqlite').dashboard()"])
-        page.locator(".jp-Notebook .vd-dash .vd-panel-curves .vd-chart-svg").wait_for(
+        page.locator(".jp-Notebook .vd-dash .vd-panel-curves .uplot").wait_for(
             timeout=90_000)
         lab.wait_done(page, timeout=60)  # the cell is finished; the view keeps following
 

@@ -13,6 +13,7 @@ in another thread."""
 from __future__ import annotations
 
 import html
+import json
 import threading
 import time
 import uuid
@@ -44,6 +45,10 @@ BUDGET = 0.02
 #: the charts' scripts in load order: the ticks and number formats (shared with the drift
 #: explorer), the pure helpers, the panels, the view
 CHART_FILES = ("chart_ticks.js", "chart_core.js", "chart_panel.js", "chart_view.js")
+#: the live widget's line panels (curves, timing, system) on uPlot (vendored, pinned; its
+#: one binding, ``var uPlot``, is module-local in the ESM), after the files above
+UPLOT_FILES = ("vendor/uPlot-1.6.32.iife.min.js", "chart_uplot.js", "chart_uplot_view.js")
+UPLOT_CSS = "vendor/uPlot-1.6.32.min.css"
 
 
 @cache
@@ -62,9 +67,12 @@ def _static_script(div_id: str, spec: str) -> str:
 
 @cache
 def _esm() -> str:
-    # an anywidget ESM is one module string: the pure state code, then the view
-    return "\n".join(((_STATIC / "dashboard_state.js").read_text(encoding="utf-8"), _charts_js(),
-                      (_STATIC / "dashboard_widget.js").read_text(encoding="utf-8")))
+    # an anywidget ESM is one module string: the pure state code, the charts (ours, then
+    # uPlot and the line panels on it, with uPlot's style as a string), then the view
+    read = lambda name: (_STATIC / name).read_text(encoding="utf-8")  # noqa: E731
+    css = json.dumps(read(UPLOT_CSS))
+    return "\n".join((read("dashboard_state.js"), _charts_js(), *map(read, UPLOT_FILES),
+                      f"const VD_UPLOT_CSS = {css};", read("dashboard_widget.js")))
 
 
 def _widget_class() -> type:

@@ -56,14 +56,17 @@ function vdSave(blob, name) {
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
 
-// What the chart shows now as a file: the SVG as drawn, or that SVG painted on a canvas
+// What the chart shows now as a file: the SVG as drawn (or as `source()` writes it: a
+// uPlot panel's, drawn from its spec by chart_panel.js), or that SVG painted on a canvas
 // at twice its size, on white, as a PNG.
-function vdExport(host, name, kind) {
-  const svg = host.querySelector("svg.vd-chart-svg");
-  if (!svg) return;
-  const blob = new Blob([new XMLSerializer().serializeToString(svg)], { type: "image/svg+xml" });
+function vdExport(host, name, kind, source) {
+  const text = source ? source() : (host.querySelector("svg.vd-chart-svg") &&
+    new XMLSerializer().serializeToString(host.querySelector("svg.vd-chart-svg")));
+  if (!text) return;
+  const blob = new Blob([text], { type: "image/svg+xml" });
   if (kind === "svg") { vdSave(blob, `${name}.svg`); return; }
-  const w = svg.width.baseVal.value, h = svg.height.baseVal.value;
+  const size = text.match(/<svg[^>]*?width="([\d.]+)"[^>]*?height="([\d.]+)"/) || [0, 600, 300];
+  const w = +size[1], h = +size[2];
   const img = new Image(), url = URL.createObjectURL(blob);
   img.onload = () => {
     const canvas = document.createElement("canvas");
@@ -78,8 +81,8 @@ function vdExport(host, name, kind) {
   img.src = url;
 }
 
-// The chart's two small export buttons, at its bottom right.
-function vdExportBar(host, name) {
+// The chart's two small export buttons, at its bottom right (`source`: as for vdExport).
+function vdExportBar(host, name, source) {
   const bar = document.createElement("div");
   bar.className = "vd-export";
   bar.style.cssText = "position:absolute;right:2px;bottom:2px;display:flex;gap:2px;opacity:0.6;z-index:1";
@@ -90,7 +93,7 @@ function vdExportBar(host, name) {
     button.style.cssText = `font:10px ${VD_FONT};padding:0 4px;border:1px solid #bbb;` +
       "border-radius:3px;background:#fff;color:#333;cursor:pointer";
     button.addEventListener("mousedown", (event) => event.stopPropagation());
-    button.addEventListener("click", (event) => { event.stopPropagation(); vdExport(host, name, kind); });
+    button.addEventListener("click", (event) => { event.stopPropagation(); vdExport(host, name, kind, source); });
     bar.appendChild(button);
   }
   return bar;

@@ -1,16 +1,21 @@
 // vizdebug training dashboard: one small chart per panel. A refresh from the kernel is a
 // delta (dashboard_state.js); only the panels it changed are redrawn, one per task, the
-// slow panels less often. Each panel is our own SVG chart (chart_core.js, chart_panel.js,
-// chart_view.js: a few milliseconds a redraw, where plotly took 25-80), so the page needs
-// no plotly.js. Smoothing, log scale, zoom and hover run here, so they work while the
-// kernel is busy training.
+// slow panels less often. The line panels (curves, timing, system) are uPlot charts kept
+// between refreshes (chart_uplot*.js: setData, ~3 ms for the curves); the heatmap and the
+// grouped bars are our own SVG charts (chart_core.js, chart_panel.js, chart_view.js); the
+// page needs no plotly.js. Smoothing, log scale, zoom and hover run here, so they work
+// while the kernel is busy training.
+
+// The panels drawn by uPlot (the others: vdChart).
+const VD_LINE_PANELS = new Set(["curves", "timing", "system"]);
 
 const VD_BADGE = { error: ["#c62828", "#fff"], warning: ["#f9a825", "#222"], info: ["#e3f2fd", "#0d47a1"] };
 
 function controls(el) {
   el.innerHTML = `
     <div class="vd-dash" style="font-family:system-ui,sans-serif;font-size:13px;width:100%">
-      <style>.vd-dash .vd-evidence-target{cursor:pointer;text-decoration:underline dotted}</style>
+      <style>.vd-dash .vd-evidence-target{cursor:pointer;text-decoration:underline dotted}
+        ${VD_UPLOT_CSS}</style>
       <div class="vd-bar" style="display:flex;gap:16px;align-items:center;margin:4px 0;flex-wrap:wrap">
         <b>vizdebug training</b>
         <button class="vd-badge" type="button" style="display:none;border:0;border-radius:10px;
@@ -110,7 +115,8 @@ function painter(ui, zoom) {
     }
     fig = vdHighlight(name, fig, target);
     if (!charts.has(name)) {
-      charts.set(name, vdChart(ui.panels[name], name === "curves" ? { onZoom: zoom.ask } : {}));
+      const make = VD_LINE_PANELS.has(name) ? vdLineChart : vdChart;
+      charts.set(name, make(ui.panels[name], name === "curves" ? { onZoom: zoom.ask } : {}));
     }
     charts.get(name).draw(fig);
     drawnAt.set(name, performance.now());
