@@ -120,19 +120,22 @@ def _browser_run(n: int, old_js: str | None) -> tuple[float, float]:
     from tests.browser.lab import offline_page
     from tests.browser.scatter_harness import mount
     from vizdebug import _env
+    from vizdebug.views import embeddings_stream
     from vizdebug.views import embeddings_widgets as ew
     from vizdebug.views.embeddings import EmbeddingView
 
     _env.set_renderer("widget")
-    saved, asset = ew._asset, ew._asset.__wrapped__
-    if old_js is not None:
-        ew._asset = lambda name: old_js if name == "embeddings_widget.js" else asset(name)
+    saved, asset, stream_at = ew._asset, ew._asset.__wrapped__, embeddings_stream.STREAM_AT
+    if old_js is not None:  # the script before, with every point in the first state
+        ew._asset = lambda name: (old_js if name == "embeddings_widget.js" else
+                                  "" if name == ew._POINTS else asset(name))
+        embeddings_stream.STREAM_AT = 10**12
     ew.embedding_widget.cache_clear()
     try:
         x, y = clustered(n, d=8)
         widget = EmbeddingView.from_arrays(x, labels=y, method="pca").widget
     finally:
-        ew._asset = saved
+        ew._asset, embeddings_stream.STREAM_AT = saved, stream_at
         ew.embedding_widget.cache_clear()
     with offline_page() as page:
         page.goto("about:blank")

@@ -344,7 +344,9 @@ def show_embeddings(features: Any, *, labels=None, images=None, predictions=None
         ``"auto"`` (t-SNE up to 5,000 points, UMAP above), ``"pca"``, ``"tsne"``, ``"umap"``.
     **params
         Passed to ``sklearn.manifold.TSNE`` or ``umap.UMAP`` (``perplexity=50``,
-        ``n_neighbors=30``, ...).
+        ``n_neighbors=30``, ...), except ``fit_points`` (past this many points the library
+        is fitted on a fixed sample) and ``placement`` (how the rest is placed: ``"auto"``,
+        ``"neighbours"``, ``"library"``; see :mod:`vizdebug.analysis.embeddings.scale`).
 
     Examples
     --------
