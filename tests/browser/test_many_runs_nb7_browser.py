@@ -258,7 +258,7 @@ def test_a_stored_long_run_zooms_to_the_files_own_points(app):
     page = app.start_notebook(f"{app.frontend}_long.ipynb", [
         f"import vizdebug as vd\nrun = vd.open_run({str(path)!r})\nrun.dashboard()"])
     curves = page.locator(".jp-Notebook .vd-panel-curves")
-    curves.locator(".vd-chart-svg").wait_for(timeout=90_000)
+    curves.locator(".uplot").wait_for(timeout=90_000)
     state = app.wait_done(page, timeout=90)
     _clean(app, page, state)
     curves.scroll_into_view_if_needed()
