@@ -186,3 +186,29 @@ def test_timeline_slider_hover_and_box_select_while_busy(lab):
     out = page.evaluate(RUN_JS, "print(len(tl.selected), tl.widget.frame)")
     assert out.split() == [str(count), "0"]
     assert lab.widget_errors(page) == [] and lab.page_errors == []
+
+
+BIG = """
+import numpy as np, vizdebug as vd
+from vizdebug.views import embeddings_stream
+embeddings_stream.STREAM_AT, embeddings_stream.FIRST_POINTS = 20_000, 5_000  # 1M's path, small
+rng = np.random.default_rng(0)
+y = rng.integers(0, 10, 30_000)
+x = rng.normal(0, 4, (10, 8))[y] + rng.normal(0, 1, (30_000, 8))
+big = vd.show_embeddings(x, labels=y, method="pca")
+big
+"""
+
+
+def test_a_big_set_streams_in_after_its_sample(lab):
+    """A real kernel: the sample is drawn first, the browser asks, every point follows."""
+    page = lab.start_notebook("big.ipynb", [BIG])
+    page.wait_for_function(f"() => ({DRAWN})() > 0", timeout=120_000)
+    page.wait_for_function(f"() => ({DRAWN})() === 30000", timeout=60_000)
+    lab.wait_done(page, timeout=60)
+    out = page.evaluate(RUN_JS, "print(big._rest_wanted.is_set(), big._order.sent, "
+                                "len(big.widget.x) // 4)")
+    assert out.split() == ["True", "30000", "30000"]  # asked by the browser, not the timer
+    status = page.locator(".jp-Notebook .vd-emb-status").first.inner_text()
+    assert "arriving" not in status
+    assert lab.widget_errors(page) == [] and lab.page_errors == []
