@@ -146,7 +146,7 @@ class StreamedWidget:
         return widget
 
     def _on_selection(self, change: dict) -> None:
-        positions = self._order.positions(list(change["new"]))
+        positions = sorted(self._order.positions(list(change["new"])))
         self._selected = self.features.rows[positions].tolist()
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:

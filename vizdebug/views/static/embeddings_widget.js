@@ -2,6 +2,8 @@
 // prediction, loss, thumbnail), lasso selection and the animated swap from the PCA preview
 // to the refined layout all happen here, so they work while the kernel is busy.
 // Drawing: regl-scatterplot (vendored, WebGL), in module scope as vdReglScatterplot.
+// Typed arrays, colourings, the draw queue and the moving sample: embeddings_points.js
+// (before this script). A big set's first state holds a sample: vdAskRest, vdArriving.
 // User strings (class names) only ever go into textContent; info_html is escaped by the
 // kernel.
 const VD_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
