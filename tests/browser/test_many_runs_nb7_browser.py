@@ -2,8 +2,8 @@
 for the module): ``compare_runs`` of stored runs draws its curves and table and sorts;
 ``show_ranks`` of a real 2-rank gloo job (rank 1 sleeps before each step and its loss is
 NaN at step 5) draws each rank's curve and names rank 1 for both; shown while a real job
-trains in another process (the cell busy until it ends), the view is redrawn as the ranks
-write, up to the straggler only the whole job names; a stored run of 200,000
+trains in another process (the cell ends at once), the view is redrawn as the ranks write,
+up to the straggler only the whole job names; a stored run of 200,000
 steps opens in the dashboard and two drag-zooms bring the file's own points of that range.
 
 Each view's static twin (the HTML nbconvert and GitHub show, read from the notebook's
@@ -172,9 +172,8 @@ def test_show_ranks_of_a_real_job_names_the_straggler_and_the_nan_rank(app):
 
 def _follow_cell(root, frontend: str) -> str:
     """A cell that starts a real 2-rank job in another process (rank 1 slow), waits for
-    rank 0's file, shows the job while it trains, and stays busy until the job ends and the
-    view stops following (as rank 0's training cell does: the redraws are display updates
-    of this cell's output, which a front end applies while the cell runs)."""
+    rank 0's file and shows the job while it trains; the cell ends long before the job
+    (the view's redraws are display updates from its follower thread)."""
     repo = str(Path(__file__).resolve().parents[2])
     path = str(root / "job" / f"live_{frontend}.sqlite")
     return f"""
@@ -192,26 +191,20 @@ while not (os.path.exists(path) and is_run_file(Path(path))):
 view = vd.show_ranks(path)
 display(view)  # (an assigned view is shown by display, as any object)
 print("running when shown:", view.running(), "| findings then:", [f.code for f in view.findings])
-job.wait()
-import threading
-while any(t.name == "vizdebug-ranks-follow" for t in threading.enumerate()):
-    time.sleep(0.2)
-print("job exit code:", job.returncode)
 """
 
 
 def test_a_running_jobs_view_follows_every_rank_to_its_end(app):
     page = app.start_notebook(f"{app.frontend}_live.ipynb", [_follow_cell(app.root, app.frontend)])
-    state = app.wait_done(page, timeout=240)
+    state = app.wait_done(page, timeout=120)
     _clean(app, page, state)
     printed = page.locator(".jp-Notebook .jp-OutputArea-output").filter(
         has_text="running when shown:").inner_text()
     assert "running when shown: True" in printed and "rank-straggler" not in printed, printed
-    assert "job exit code: 0" in printed
     out = page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="of 2 ranks").first
-    # redrawn by the follower thread as the job ran: both ranks, and the straggler that
-    # only the whole job's timing names (not there when it was shown)
-    assert "rank 1 holds the other ranks up" in out.inner_text(), out.inner_text()[:400]
+    # redrawn by the follower thread after the cell ended, as the job ran: both ranks, and
+    # the straggler that only the whole job's timing names (not there when it was shown)
+    out.filter(has_text="rank 1 holds the other ranks up").wait_for(timeout=150_000)
     legend = out.locator("svg text").all_text_contents()
     assert "rank 0" in legend and "rank 1" in legend and "2 of 2 ranks" in out.inner_text()
     rows = {r.locator("td").first.inner_text(): r.locator("td").last.inner_text()
