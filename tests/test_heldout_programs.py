@@ -62,3 +62,48 @@ def test_a_sparse_input_is_watched_without_a_collector_error():
     found = session.findings()
     session.close()
     assert "collector-error" not in found.codes, [f.message for f in found]
+
+
+def _spiky(n: int = 300) -> np.ndarray:
+    """A falling loss whose every 6th batch sits 2.5x higher (mixup's batches mixed
+    near 0.5 against those near 0 or 1)."""
+    y = np.linspace(1.2, 0.6, n)
+    y[::6] *= 2.5
+    return y
+
+
+def test_spikes_with_probability_targets_are_info_and_without_them_a_warning():
+    from vizdebug.analysis.training.curves import rule_unstable
+    from vizdebug.records import ProgramFacts
+
+    hard = TrainingRecords(scalars={"loss": (np.arange(300), _spiky())},
+                           program=ProgramFacts(loader_batch_size=32))
+    assert [f.severity for f in rule_unstable(hard)] == ["warning"]
+    soft = TrainingRecords(scalars={"loss": (np.arange(300), _spiky())},
+                           program=ProgramFacts(loader_batch_size=32, soft_targets=True))
+    assert [f.severity for f in rule_unstable(soft)] == ["info"]
+
+
+def test_the_loss_check_sees_probability_targets():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    session = vd.watch(model, every=1)
+    for _ in range(5):
+        x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+        target = 0.7 * nn.functional.one_hot(y, 3).float() + 0.1  # mixed, rows sum to 1
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), target)
+        loss.backward()
+        opt.step()
+        session.log(loss=loss)
+    facts = session.records().program
+    session.close()
+    assert facts.soft_targets
+    assert _round_trips(facts)
+
+
+def _round_trips(facts) -> bool:
+    from vizdebug.records import ProgramFacts
+
+    return ProgramFacts.from_json(facts.to_json()).soft_targets == facts.soft_targets

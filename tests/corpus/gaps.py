@@ -33,16 +33,6 @@ GAPS: dict[str, str] = {
                                       "std 1 here: they look normalised) and per-feature "
                                       "ones would need the hook engine, not changed this "
                                       "round; the program calls no check_batch",
-    # -- held-out working programs (public_d.py) still accused -----------------------------
-    "public/torchvision-reference-recipe": "false alarm unstable-loss: 13% of steps spike "
-                                           "above 2x the running median; mixup (alpha 0.2) "
-                                           "mixes each batch's one-hot targets by its own "
-                                           "lambda, so a batch's loss floor is its targets' "
-                                           "entropy and batches mixed near 0.5 sit twice as "
-                                           "high as the rest (validation top-1 0.50 -> "
-                                           "0.998); the loss check sees the soft targets but "
-                                           "no program fact carries them to the curve rules "
-                                           "yet",
 }
 
 FLAKY: dict[str, str] = {

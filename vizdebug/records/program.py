@@ -128,6 +128,7 @@ class ProgramFacts:
     # units of its running std then (mean over channels; the largest reading)
     frozen_norm_drift: dict[str, float] = field(default_factory=dict)
     loss_functions: list[str] = field(default_factory=list)  # torch loss functions called
+    soft_targets: bool = False  # a class loss was given probability targets (mixup)
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in _FACT_FIELDS}
@@ -167,12 +168,13 @@ class ProgramFacts:
             frozen_norm_drift={str(k)[:500]: float(v) for k, v in
                                list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
             loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:16]],
+            soft_targets=bool(d.get("soft_targets", False)),
         )
 
 
 _FACT_FIELDS = ("sampler", "sampler_weighted", "loader_batch_size", "batch_sizes", "frozen",
                 "frozen_norms_training", "frozen_norms_eval", "frozen_norms_set_eval", "lazy",
-                "compiled", "loss_functions",
+                "compiled", "loss_functions", "soft_targets",
                 "input_requires_grad",
                 "drop_last", "dataset_len")
 

@@ -181,9 +181,18 @@ def rule_unstable(rec: TrainingRecords) -> list[Finding]:
     y = values[np.isfinite(values)]
     if y.size < 50:
         return []
-    share, regression = loss_instability(y, batch=profile_of(rec).batch_size)
+    profile = profile_of(rec)
+    share, regression = loss_instability(y, batch=profile.batch_size)
     if share < SPIKE_SHARE and regression < UNSTABLE_REGRESSION:
         return []
+    if profile.soft_targets and regression < UNSTABLE_REGRESSION:
+        # probability targets (mixup): each batch's loss is floored by its own targets'
+        # entropy, so batches mixed near 0.5 sit high by design; spikes alone are no sign
+        return [Finding(
+            "unstable-loss", "info",
+            f"{name} spikes on {share:.0%} of steps; the class targets are probabilities "
+            "(mixup, cutmix, soft labels), whose per-batch loss floor varies by batch",
+            where=name, evidence={"spike_share": share, "regression": regression})]
     what = (f"{share:.0%} of steps spike above {SPIKE_FACTOR:g}x the running median"
             if share >= SPIKE_SHARE else
             f"the running median gave back {regression:.0%} of its progress since the start")

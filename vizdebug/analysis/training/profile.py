@@ -56,6 +56,7 @@ class TrainingProfile:
     lazy: tuple[str, ...] = ()
     input_requires_grad: bool = False
     first_layer_normalised: bool = False  # a norm layer reads the first layer's output
+    soft_targets: bool = False        # a class loss given probabilities (mixup, soft labels)
     facts_known: bool = False         # False for records without program facts (old runs)
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -94,6 +95,8 @@ class TrainingProfile:
             out.append("the model's input requires grad (a gradient penalty, input attribution)")
         if self.first_layer_normalised:
             out.append("the first layer's output is normalised by a norm layer")
+        if self.soft_targets:
+            out.append("class targets given as probabilities (mixup, cutmix, soft labels)")
         return [*out, *self.notes]
 
 
@@ -139,6 +142,7 @@ def build_profile(rec: TrainingRecords) -> TrainingProfile:
                                     if p not in facts.frozen_norms_eval),
         lazy=tuple(facts.lazy), input_requires_grad=facts.input_requires_grad,
         first_layer_normalised=first_layer_normalised(rec), facts_known=rec.program is not None,
+        soft_targets=facts.soft_targets,
     )
 
 

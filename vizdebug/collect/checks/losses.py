@@ -86,6 +86,7 @@ class LossWatch:
         self.step = 0
         self.calls = 0  # loss calls checked
         self.functions: dict[str, None] = {}  # the loss functions seen, in order (16 at most)
+        self.soft_targets = False  # a class loss given probability targets (mixup, soft labels)
         self.offered = 0  # sampled steps offered to arm()
         self.seen: set[tuple[str, str]] = set()
         self._mode: Any = None
@@ -150,6 +151,8 @@ class LossWatch:
             self.calls += 1
             if len(self.functions) < 16:
                 self.functions.setdefault(name)
+            if not self.soft_targets and name in CLASS_LOSSES:
+                self.soft_targets = _probability_targets(args, kwargs)
             for code, detail in check_loss_call(name, args, kwargs, self._made):
                 self._report(name, code, detail, observed(detail))
         except Exception as exc:
@@ -307,3 +310,12 @@ def _mode_class() -> type:
 
         _MODE_CLASS = LossMode
     return _MODE_CLASS
+
+
+def _probability_targets(args: tuple, kwargs: dict) -> bool:
+    """Float targets shaped like the scores: class probabilities (mixup, cutmix, soft
+    labels), each batch's loss floored by its targets' entropy."""
+    x = args[0] if args else kwargs.get("input")
+    t = args[1] if len(args) > 1 else kwargs.get("target")
+    return (getattr(t, "ndim", 0) >= 2 and bool(getattr(t, "is_floating_point", bool)())
+            and tuple(getattr(t, "shape", ())) == tuple(getattr(x, "shape", ())))

@@ -325,6 +325,7 @@ def _program_tap(model: torch.nn.Module, hooks: ModelHooks, loader: Any) -> Prog
     clock = hooks.clock
     program.step = lambda: clock.step
     program.loss_functions = lambda: list(hooks.losses.functions)
+    program.soft_targets = lambda: hooks.losses.soft_targets
     hooks.on_input = program.observe_input
     hooks.known_tensors = program.known_ids
     program.axes.on_error = hooks.on_error

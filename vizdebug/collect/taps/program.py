@@ -79,6 +79,7 @@ class ProgramTap:
         self.input_ranges: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
         self.step = lambda: 0  # the training step in progress (the session's clock)
         self.loss_functions = lambda: []  # the loss functions the loss check saw
+        self.soft_targets = lambda: False  # a class loss saw probability targets
         self.version = 0
         self.axes = AxisWatch(model, changed=self._changed)  # the first training forwards
 
@@ -175,6 +176,7 @@ class ProgramTap:
             input_ranges=[list(r) for r in self.input_ranges],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
             loss_functions=[str(f) for f in self.loss_functions()][:16],
+            soft_targets=bool(self.soft_targets()),
         )
 
     def records_since(self, cursor: int | None) -> tuple[RunDelta, int]:
