@@ -1001,7 +1001,7 @@ def d2l_densenet_trainer() -> vd.Findings:
     the conv and linear weights as ``d2l.init_cnn``). Smaller than the chapter (32
     channels, growth 16, arch (2, 2, 2)), digits resized to 32x32 as it resizes
     Fashion-MNIST to 96, batch 32, the class's default lr 0.1, 8 epochs. Measured:
-    validation accuracy 0.85 -> 0.98."""
+    validation accuracy 0.24 -> 0.98 (0.39 at epoch 4: the running statistics lag)."""
     torch.manual_seed(0)
     xtr, xte, ytr, yte = _digits01()
     up_tr = F.interpolate(torch.as_tensor(xtr), size=(32, 32), mode="bilinear")
@@ -1174,7 +1174,7 @@ def hf_course_full_training_loop() -> vd.Findings:
     ``no_grad``. A tiny ``BertForSequenceClassification`` built from a ``BertConfig``
     (2 layers, hidden 64) on made-up MRPC-like sentence pairs in place of the pretrained
     checkpoint, so lr 5e-4 for a model trained from scratch (its 5e-5 fine-tunes).
-    Measured: loss 0.70 -> 0.25, evaluation accuracy 0.91."""
+    Measured: loss 0.69 -> 0.30, evaluation accuracy 0.735 (chance 0.5)."""
     from transformers import BertConfig, BertForSequenceClassification, get_scheduler
     from transformers.utils import logging as hf_logging
 
@@ -1230,7 +1230,7 @@ def lightning_lit_mnist() -> vd.Findings:
     ``self(x)``, ``self.log("val_loss")`` and a torchmetrics ``Accuracy`` logged as
     ``val_acc``, Adam lr 2e-4, batch 64. Watched with vizdebug's Lightning callback as
     the README shows. Digits normalised as its ``Normalize((0.1307,), (0.3081,))``; 15
-    epochs (its 3 on 55000 images). Measured: val_acc 0.86 -> 0.96."""
+    epochs (its 3 on 55000 images). Measured: loss 2.32 -> 0.67, val_acc 0.88."""
     import logging
     import tempfile
 
@@ -1315,7 +1315,7 @@ def torchvision_reference_recipe() -> vd.Findings:
     model EMA (an ``AveragedModel`` with an exponential average) updated every 4 steps
     and reset during warm-up, evaluation of model and EMA under ``inference_mode``.
     A resnet-shaped net on 8x8 digits, batch 32, lr 0.1, 10 epochs. Measured: top-1
-    0.62 -> 0.98, EMA top-1 0.97."""
+    0.50 -> 0.998 (validation loss 2.05 -> 0.54, label smoothing's floor)."""
     from torch.utils.data.dataloader import default_collate
 
     torch.manual_seed(0)
