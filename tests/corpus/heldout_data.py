@@ -154,16 +154,18 @@ def _questions(n: int, seed: int):
     return x, y.astype(np.int64)
 
 
-# Source: https://github.com/DrexelChatbotGroup/DrexelChatbot/issues/15
-#   "Incomplete randomization": "gac_training_tests.py randomizes the order of the x data,
-#   but not the y data. This invalidates the required association between them"; closed
-#   "Fixed." (one permutation for both). Ported: bag-of-words intent questions, an MLP
-#   classifier; the practitioner checks the (x, y) arrays with vd.check_dataset.
+# Source: https://github.com/udacity/sdc-issue-reports/issues/1326
+#   "Quiz doesn't verify training set and labels match": the reporter shuffled the
+#   features and the labels separately (two different shuffle orders) before batching and
+#   the quiz still passed; the maintainers' answer: put features and labels together, then
+#   shuffle (one order for both). Ported: bag-of-words intent questions, an MLP classifier;
+#   the practitioner checks the (x, y) arrays with vd.check_dataset.
 def x_shuffled_not_y(fixed: bool) -> vd.Findings:
     torch.manual_seed(0)
     x, y = _questions(1200, seed=0)
-    perm = np.random.default_rng(1).permutation(len(x))
-    x, y = (x[perm], y[perm]) if fixed else (x[perm], y)
+    rng = np.random.default_rng(1)
+    perm = rng.permutation(len(x))
+    x, y = (x[perm], y[perm]) if fixed else (x[perm], y[rng.permutation(len(y))])
     checks = vd.check_dataset((x, y))
     xtr, xte, ytr, yte = x[:900], x[900:], y[:900], y[900:]
     model = nn.Sequential(nn.Linear(x.shape[1], 32), nn.ReLU(), nn.Linear(32, 4))
@@ -255,7 +257,7 @@ DATA_FAULTS: list[Fault] = [
           "input-not-normalized", None,
           "github.com/GoogleCloudPlatform/vertex-ai-samples/issues/1599"),
     Fault("heldout/x-shuffled-not-y", x_shuffled_not_y, "labels-shuffled", None,
-          "github.com/DrexelChatbotGroup/DrexelChatbot/issues/15"),
+          "github.com/udacity/sdc-issue-reports/issues/1326"),
     Fault("heldout/multilabel-predicts-no-label", multilabel_predicts_no_label,
           "misleading-accuracy", None, "github.com/appvision-ai/fast-bert/issues/52"),
     Fault("heldout/validation-predictions-shuffled", validation_predictions_shuffled,
