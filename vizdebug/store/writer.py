@@ -50,6 +50,7 @@ from .blobs import write_batch, write_snapshots
 from .claim import claim, release, store_path
 from .embeddings import write_embeddings
 from .envelope import SPEC, write_envelope
+from .late import LateWrite
 from .registry import OPEN, finish_later, supersede
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, connect, to_json, to_npy
 
@@ -63,7 +64,7 @@ MAX_QUEUED = 4096         # resolved chunks held while the disk is slow (then th
 __all__ = ["RunWriter", "store_path"]
 
 
-class RunWriter:
+class RunWriter(LateWrite):
     """The run file of one process and the thread that keeps it current.
 
     ``start`` is the first delta: its ``meta`` (what was watched, the versions) is written
@@ -100,6 +101,7 @@ class RunWriter:
         self._unwritten = replace(start, meta={})  # handed over, not yet committed
         self._batch_slot = 0
         self.ticks = 0
+        self._written = time.monotonic()  # the last write (or a logging thread's try at one)
         self._pid = os.getpid()  # a forked child (a DataLoader worker) must never write
         self.cpu_seconds = 0.0  # CPU time spent writing (thread time of the writing thread)
         self.closed = False
@@ -284,6 +286,7 @@ class RunWriter:
         self._write_meta(meta)
         conn.execute("COMMIT")
         self.ticks += 1
+        self._written = time.monotonic()
         if delta is not None:
             self._batch_slot, self._unwritten = slot, RunDelta()
 

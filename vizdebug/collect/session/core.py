@@ -107,6 +107,7 @@ class Session(Viewable, EmbeddingTracking):
                 self._stop_collectors()
                 raise
             self.log_store.sink = self.store.sink
+            self.log_store.after_resolve = self.store.help_if_late
             self.store.start()
         # a rank of a multi-process job: waits and replica fingerprints at some steps
         self.rank_tap = rank_tap(model, self.hooks.clock, self.store, self._on_error,

@@ -190,6 +190,8 @@ def _groups(names: tuple[str, ...]) -> dict[str, Any]:
     return {name: np.asarray(idx) for name, idx in where.items()}
 
 
+RESOLVE_EVERY = 0.25  # seconds between resolves in log() when a store is attached
+
 class ScalarLog:
     """Bounded, lazily resolved storage of logged scalars.
 
@@ -218,6 +220,10 @@ class ScalarLog:
         self.version = 0
         # called with (steps, names, values, times) of every resolved batch (a run store)
         self.sink: Callable[[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray], None] | None = None
+        # with a store: called after log() resolved its values (a chunk, or RESOLVE_EVERY
+        # seconds' worth), outside the lock (store/late.py)
+        self.after_resolve: Callable[[], None] | None = None
+        self._resolved_at = 0.0
 
     @property
     def next_step(self) -> int:
@@ -283,8 +289,13 @@ class ScalarLog:
         except BaseException:
             self._undo(before, list(metrics).index(name) if name in metrics else 0)
             raise
-        if len(self._pending) >= self.chunk:
+        late = self.after_resolve
+        if len(self._pending) >= self.chunk or (late is not None and
+                                                now - self._resolved_at >= RESOLVE_EVERY):
             self.resolve()
+            if late is not None:
+                self._resolved_at = now
+                late()  # a store whose writer is starved writes here (it never raises)
 
     def _undo(self, step: int, appended: int) -> None:
         """A refused call logs nothing: its values accepted before the refused one go."""
