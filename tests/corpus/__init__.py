@@ -68,6 +68,7 @@ def _entries() -> list[Entry]:
         faults_loss,
         faults_numeric,
         heldout_faults,
+        heldout_faults2,
         public_a,
         public_b,
         public_c,
@@ -81,7 +82,8 @@ def _entries() -> list[Entry]:
 
     out: list[Entry] = []
     for module in (faults_loss, faults_loop, faults_numeric, faults_data, relations_axis,
-                   relations_order, relations_pairs, relations_split, relations_train, heldout_faults):
+                   relations_order, relations_pairs, relations_split, relations_train, heldout_faults,
+                   heldout_faults2):
         for f in module.FAULTS:
             out.append(Entry(f.name, FAULT, partial(f.program, False), f.source, f.code, f.where))
             out.append(Entry(f"{f.name}/twin", TWIN, partial(f.program, True), f.source))
