@@ -221,9 +221,19 @@ class ScalarLog:
         # called with (steps, names, values, times) of every resolved batch (a run store)
         self.sink: Callable[[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray], None] | None = None
         # with a store: called after log() resolved its values (a chunk, or RESOLVE_EVERY
-        # seconds' worth), outside the lock (store/late.py)
-        self.after_resolve: Callable[[], None] | None = None
-        self._resolved_at = 0.0
+        # seconds' worth, or when it last asked to be called), outside the lock; returns the
+        # seconds until it wants to be called again (store/late.py)
+        self._after_resolve: Callable[[], float] | None = None
+        self._ask_at = math.inf  # when log() next calls it (never without one)
+
+    @property
+    def after_resolve(self) -> Callable[[], float] | None:
+        return self._after_resolve
+
+    @after_resolve.setter
+    def after_resolve(self, call: Callable[[], float] | None) -> None:
+        self._after_resolve = call
+        self._ask_at = math.inf if call is None else -math.inf
 
     @property
     def next_step(self) -> int:
@@ -289,13 +299,11 @@ class ScalarLog:
         except BaseException:
             self._undo(before, list(metrics).index(name) if name in metrics else 0)
             raise
-        late = self.after_resolve
-        if len(self._pending) >= self.chunk or (late is not None and
-                                                now - self._resolved_at >= RESOLVE_EVERY):
+        if len(self._pending) >= self.chunk or now >= self._ask_at:
             self.resolve()
-            if late is not None:
-                self._resolved_at = now
-                late()  # a store whose writer is starved writes here (it never raises)
+            late = self._after_resolve
+            if late is not None:  # a store whose writer is starved writes here (never raises)
+                self._ask_at = now + min(RESOLVE_EVERY, late())
 
     def _undo(self, step: int, appended: int) -> None:
         """A refused call logs nothing: its values accepted before the refused one go."""
