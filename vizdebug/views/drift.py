@@ -24,7 +24,7 @@ from ..analysis.drift.findings import format_p
 from ..findings import findings_html
 from ._base import View, live_esm, script_json
 from ._display import shown_where_called
-from ._drift_svg import overlay_figure
+from ._drift_figure import overlay_figure
 from ._plotly_export import plotly_go
 from .view_frames import drift_figure, drift_frame, pick_feature
 
