@@ -22,12 +22,26 @@ number formats (``tickformat``: ``"~g"`` or ``".0%"``) are :mod:`._ticks` in Pyt
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+import numpy as np
+
 __all__ = ["SCHEMA_PATH", "Annotation", "Axis", "BarTrace", "ChartSpec", "HeatmapTrace",
-           "Layout", "ScatterTrace", "Shape", "schema"]
+           "Layout", "ScatterTrace", "Shape", "clean", "schema"]
+
+
+def clean(values: Any) -> list[float | None]:
+    """Numbers as a spec holds them: floats, NaN and inf as ``None`` (a gap in a line, a
+    blank cell). The one home of that rule for every chart the views build.
+
+    >>> clean([1, float("nan"), float("inf"), 2.5])
+    [1.0, None, None, 2.5]
+    """
+    return [float(v) if math.isfinite(v) else None
+            for v in np.asarray(values, dtype=float).ravel().tolist()]
 
 SCHEMA_PATH = Path(__file__).with_name("chart_spec.schema.json")
 
