@@ -92,7 +92,8 @@ def norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 def _values(t: torch.Tensor) -> torch.Tensor:
     """The values whose norm is ``t``'s: a sparse tensor's stored values (coalesced
     first: an ``nn.Embedding(sparse=True)`` gradient repeats the index of a token seen
-    twice in the batch), a dense tensor itself.
+    twice in the batch), a complex tensor's real and imaginary parts (float32 norms of
+    complex tensors raise), a dense tensor itself.
 
     >>> import torch
     >>> g = torch.sparse_coo_tensor([[0, 0, 2]], [3.0, 1.0, 3.0], (4,))
@@ -101,8 +102,8 @@ def _values(t: torch.Tensor) -> torch.Tensor:
     """
     import torch
 
-    if t.layout == torch.strided:
-        return t
+    if t.layout == torch.strided:  # a complex tensor's norm is its real view's
+        return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
     if t.layout == torch.sparse_coo:
         return t.coalesce().values()
     return t.values()  # (compressed layouts store each index once)

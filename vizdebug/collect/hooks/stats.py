@@ -225,7 +225,9 @@ def _sample_torch(tensors: list[torch.Tensor], axis: int | None,
             tensors[0].is_floating_point()):
         return _sample_chunked(tensors, axis, relus)
     stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
-    if not stacked.is_floating_point():
+    if stacked.is_complex():
+        stacked = stacked.abs()  # (a complex output's magnitudes: .float() drops the imaginary part)
+    elif not stacked.is_floating_point():
         stacked = stacked.float()
     m, n = len(tensors), tensors[0].numel()
     step = subsample_step(n)
