@@ -130,7 +130,10 @@ def _sample(outputs: list[torch.Tensor], axis: int | None,
     ``relus`` outputs (``(relus, ...)``; ``None`` when it is ``None``)."""
     if len(outputs) == 1 and numpy_ready(outputs[0]):
         return _sample_numpy(outputs[0].detach().numpy(), axis, relus)
-    return _sample_torch([t.detach() for t in outputs], axis, relus)
+    import torch
+
+    with torch.no_grad():  # (one context, not a detach() per output)
+        return _sample_torch(outputs, axis, relus)
 
 
 def _sample_numpy(array: np.ndarray, axis: int | None,
