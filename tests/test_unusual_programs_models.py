@@ -90,3 +90,34 @@ def test_complex_valued_models(build: Callable[[], nn.Module]) -> None:
     dtype should be complex for complex inputs``) and a Python warning from vizdebug's
     activation sample (``Casting complex values to real discards the imaginary part``)."""
     assert_unchanged_and_quiet(build, every=1)
+
+
+def mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2))
+
+
+def per_sample_gradients(model: nn.Module, opt: torch.optim.Optimizer, session: Any) -> None:
+    """DP-SGD's recipe: per-sample gradients with ``torch.func``, clipped, averaged."""
+    from torch.func import functional_call, grad, vmap
+
+    def loss_of(params: dict, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(functional_call(model, params, (x[None],)), y[None])
+
+    for _ in range(2):
+        for x, y in loader():
+            params = {k: v.detach() for k, v in model.named_parameters()}
+            grads = vmap(grad(loss_of), in_dims=(None, 0, 0))(params, x, y)
+            opt.zero_grad()
+            for k, p in model.named_parameters():
+                p.grad = grads[k].clamp(-1, 1).mean(0)
+            opt.step()
+            if session is not None:
+                session.log(loss=F.cross_entropy(model(x), y).detach())
+
+
+def test_per_sample_gradients_with_torch_func() -> None:
+    """Before: seven ``collector-error`` warnings: the hooks read vmap's batched tensors
+    (no storage: ``.numpy()`` and ``.item()`` raise) in the step counter, the activation
+    collector and the loss check. A forward under a torch.func transform is now not
+    sampled, as an eval pass is not."""
+    assert_unchanged_and_quiet(mlp, per_sample_gradients, every=1)
