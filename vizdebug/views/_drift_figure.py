@@ -57,8 +57,8 @@ def numeric_spec(sketch: dict[str, Any], bins: int = 30, dates: bool = False) ->
         trace["width"] = width
     layout = _layout([lo, hi], max(ref + cur + [1e-12]) * 1.08, "share of rows per bin")
     layout["barmode"] = "overlay"
-    if dates:  # five even steps, named as dates
-        ticks = [lo + (hi - lo) * i / 4 for i in range(5)]
+    if dates:  # even steps, named as dates
+        ticks = [lo + (hi - lo) * i / 4 for i in range(4)]  # (the end's label would overrun)
         layout["xaxis"] |= {"tickvals": ticks, "ticktext": [label(v) for v in ticks]}
     return {"data": bars, "layout": layout}
 
