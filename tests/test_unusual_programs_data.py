@@ -1,0 +1,43 @@
+"""Data of unusual shape given to the data-side checks (issue 20): what a valid program
+passes is read, or refused with a VizdebugError that names it and says what works."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import vizdebug as vd
+
+RNG = np.random.default_rng(0)
+NAMES = RNG.choice(["bird", "cat", "dog"], 300)
+GUESS = np.where(RNG.random(300) < 0.8, NAMES, "cat")
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, pd.Series, lambda v: pd.Series(v, dtype="category"),
+                                  pd.Categorical, list])
+def test_check_predictions_takes_class_names_in_any_container(wrap) -> None:
+    """Before: a numpy array or a pandas Series of class names raised ``y_true holds
+    strings ...; images must be numeric`` (only a list worked)."""
+    expected = vd.check_predictions(list(NAMES), list(GUESS))
+    assert vd.check_predictions(wrap(NAMES), wrap(GUESS)).codes == expected.codes
+    report = vd.show_predictions(wrap(NAMES), wrap(GUESS))
+    assert "bird" in report._repr_mimebundle_()["text/html"]
+
+
+def test_an_sklearn_classifier_of_string_labels() -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    x = RNG.normal(size=(300, 4))
+    y = np.where(x[:, 0] + 0.3 * RNG.normal(size=300) > 0, "pos", "neg")
+    clf = LogisticRegression().fit(x, y)
+    assert vd.check_predictions(y, clf.predict(x)).codes == []
+    # scores per class: their columns are clf.classes_
+    assert vd.check_predictions(y, clf.predict_proba(x), labels=clf.classes_).codes == []
+    with pytest.raises(vd.VizdebugError, match=r"class names .*'neg'.* labels= names"):
+        vd.check_predictions(y, clf.predict_proba(x))  # (before: silently accuracy 0)
+
+
+def test_names_against_numbers_is_refused_not_scored_zero() -> None:
+    with pytest.raises(vd.VizdebugError, match=r"y_pred holds class names \(\['1', '2'\]\)"):
+        vd.check_predictions(np.array([1, 2, 1, 2]), np.array(["1", "2", "1", "2"]))
