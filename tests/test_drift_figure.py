@@ -19,8 +19,8 @@ import pytest
 import vizdebug as vd
 from vizdebug.views import chart_spec
 from vizdebug.views._drift_figure import overlay_figure, overlay_spec
+from vizdebug.views._embedding_curve import curve_spec
 from vizdebug.views._figure_svg import figure_svg
-from vizdebug.views.embeddings_data import curve_spec
 
 VALIDATOR = jsonschema.Draft202012Validator(chart_spec.schema())
 EVIL = "<img src=x onerror=alert(1)>"
@@ -131,3 +131,22 @@ def test_the_browser_builds_the_same_curve_spec_as_python():
     for frame, spec in zip((0, 2), json.loads(done.stdout)):
         assert spec == curve_spec(curve, steps, frame)
         assert _errors(spec) == []
+
+
+def test_the_timeline_curve_round_trips_through_figure_and_to_frame():
+    pytest.importorskip("plotly")
+    from vizdebug.records import EmbeddingFrame
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(90) % 3
+    x = rng.normal(size=(90, 6)).astype(np.float32)
+    frames = [EmbeddingFrame("fc", 50 * s, s, x + labels[:, None] * s) for s in range(3)]
+    view = vd.show_embedding_frames(frames, labels=labels, method="pca").wait()
+    frame = view.to_frame()
+    assert frame["step"].tolist() == [0, 50, 100] and frame["knn"].iloc[-1] > 0.9
+    fig = view.figure()
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert [t.name for t in lines] == ["kNN accuracy", "trustworthiness"]
+    assert list(lines[0].x) == [0, 50, 100]
+    assert np.allclose(lines[0].y, frame["knn"].round(4)) and np.allclose(lines[1].y, frame["trust"].round(4))
+    assert fig.layout.shapes[0].x0 == 100  # the last frame marked

@@ -348,38 +348,3 @@ def selected_grid(images: Any, where: np.ndarray, classes: Classes, n: int | Non
     codes = classes.labels
     source = picked if codes is None else (picked, codes[where].tolist())
     return show_batch(source, n, classes=classes.names or None, layout=layout)
-
-
-def curve_spec(series: dict[str, list[float | None]], steps: list[int],
-               current: int) -> dict[str, Any]:
-    """The per-frame figures in [0, 1] (one line per series over the frames' steps, the
-    ``current`` frame marked) as a chart spec (:mod:`.chart_spec`): what the timeline's
-    static twin draws with :func:`._figure_svg.figure_svg`, and ``embedding_timeline.js``
-    builds again in the browser as the slider moves (``vdtCurveSpec``). Names escaped.
-
-    >>> spec = curve_spec({"kNN": [0.5, 0.9]}, [0, 100], 1)
-    >>> [t["name"] for t in spec["data"]], spec["layout"]["shapes"][0]["x0"]
-    (['kNN', 'kNN'], 100)
-    """
-    colours = ("#1f77b4", "#ff7f0e", "#2ca02c")
-    traces, now = [], []
-    at = steps[current] if 0 <= current < len(steps) else None
-    for k, (name, values) in enumerate(series.items()):
-        colour, label = colours[k % len(colours)], html.escape(name)
-        ys = [None if v is None or v != v else float(v) for v in values]
-        traces.append({"type": "scatter", "mode": "lines", "name": label, "x": steps[:len(ys)],
-                       "y": ys, "line": {"color": colour, "width": 1.5},
-                       "hovertemplate": "step %{x}: %{y}"})
-        v = ys[current] if 0 <= current < len(ys) else None
-        traces.append({"type": "scatter", "mode": "markers", "name": label, "showlegend": False,
-                       "hoverinfo": "skip", "x": [at], "y": [v],
-                       "marker": {"color": colour, "size": 7}})
-        now.append(f"{label} {v:.3f}" if v is not None else f"{label} –")
-    shapes = [] if at is None else [{"type": "line", "xref": "x", "yref": "paper", "x0": at,
-                                     "x1": at, "y0": 0, "y1": 1,
-                                     "line": {"color": "#d62728", "dash": "solid"}}]
-    return {"data": traces, "layout": {
-        "height": 150, "margin": {"l": 34, "r": 8, "t": 26, "b": 24}, "showlegend": True,
-        "legend": {"orientation": "h"}, "shapes": shapes,
-        "title": {"text": f"step {at}: " + " · ".join(now) if at is not None else ""},
-        "xaxis": {}, "yaxis": {"range": [0, 1.02]}}}
