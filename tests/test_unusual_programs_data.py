@@ -41,3 +41,17 @@ def test_an_sklearn_classifier_of_string_labels() -> None:
 def test_names_against_numbers_is_refused_not_scored_zero() -> None:
     with pytest.raises(vd.VizdebugError, match=r"y_pred holds class names \(\['1', '2'\]\)"):
         vd.check_predictions(np.array([1, 2, 1, 2]), np.array(["1", "2", "1", "2"]))
+
+
+@pytest.mark.parametrize("wrap", [np.asarray, list, pd.Series,
+                                  lambda v: pd.Series(v, dtype="category")])
+def test_check_split_takes_class_names_as_targets(wrap) -> None:
+    """Before: ``y_train holds strings ...; images must be numeric`` for an array or a
+    Series of class names, and ``y_train is a str_ ('pos'), not image data`` for a list."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 4))
+    y = np.where(x[:, 0] + rng.normal(size=300) > 0, "pos", "neg")
+    assert vd.check_split(x[:200], x[200:], y_train=wrap(y[:200]), y_test=wrap(y[200:])).codes == []
+    leaked = np.column_stack([x, (y == "pos") + 0.01 * rng.normal(size=300)])
+    found = vd.check_split(leaked[:200], leaked[200:], y_train=wrap(y[:200]), y_test=wrap(y[200:]))
+    assert found.codes == ["split-target-leak"]

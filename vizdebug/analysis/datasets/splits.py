@@ -31,6 +31,7 @@ import numpy as np
 from ...data.arrays import to_numpy, unnest
 from ...data.batch import unpack
 from ...data.parts import dataset_length
+from ...data.targets import names_as_codes
 from ...errors import VizdebugError, VizdebugTypeError, describe
 from ...findings import Finding, Findings, fmt_indices
 from .split_context import group_findings, time_findings
@@ -100,6 +101,7 @@ def check_split(train: Any, test: Any, *, y_train: Any = None, y_test: Any = Non
         raise VizdebugError(f"sample must be a positive number of rows, got {sample!r}")
     check_key_argument(time, "time")
     check_key_argument(groups, "groups")
+    y_train, y_test = names_as_codes(y_train, y_test)
     a = split_rows(train, y_train, "train", sample)
     b = split_rows(test, y_test, "test", sample)
     if a.x.shape[1] != b.x.shape[1]:
