@@ -55,3 +55,22 @@ def test_check_split_takes_class_names_as_targets(wrap) -> None:
     leaked = np.column_stack([x, (y == "pos") + 0.01 * rng.normal(size=300)])
     found = vd.check_split(leaked[:200], leaked[200:], y_train=wrap(y[:200]), y_test=wrap(y[200:]))
     assert found.codes == ["split-target-leak"]
+
+
+def test_check_dataset_reads_pandas_frames_by_position() -> None:
+    """Before: ``dataset-error`` (an error finding: ``KeyError: 0``) on a DataFrame and on
+    ``(X_train, y_train)`` from ``train_test_split`` (frame[i] is a column, series[i] a
+    label lookup); now their rows, read by position."""
+    from sklearn.model_selection import train_test_split
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300),
+                          "city": rng.choice(["x", "y"], 300)})
+    y = pd.Series((frame["a"] > 0).astype(int))
+    x_train, _, y_train, _ = train_test_split(frame, y, random_state=0)
+    assert vd.check_dataset(frame).codes == []
+    assert vd.check_dataset((x_train, y_train)).codes == []
+    shuffled = y_train.sample(frac=1, random_state=1).reset_index(drop=True)
+    assert vd.check_dataset((x_train, shuffled)).codes == ["labels-shuffled"]
+    with pytest.raises(vd.VizdebugError, match=r"without numeric columns \(\['city'\]\)"):
+        vd.check_dataset(frame[["city"]])
