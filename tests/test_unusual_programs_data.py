@@ -74,3 +74,26 @@ def test_check_dataset_reads_pandas_frames_by_position() -> None:
     assert vd.check_dataset((x_train, shuffled)).codes == ["labels-shuffled"]
     with pytest.raises(vd.VizdebugError, match=r"without numeric columns \(\['city'\]\)"):
         vd.check_dataset(frame[["city"]])
+
+
+def test_hugging_face_style_dict_batches() -> None:
+    """Before: ``check_batch`` raised 'batch is a dict with keys ['input_ids',
+    'attention_mask', 'labels']; none of them names the inputs' on a tokenizer's batch."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Tokens(Dataset):
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, i: int) -> dict:
+            return {"input_ids": torch.randint(0, 100, (12,)), "labels": torch.tensor(i % 2),
+                    "attention_mask": torch.ones(12, dtype=torch.long)}
+
+    loader = DataLoader(Tokens(), batch_size=8)
+    batch = next(iter(loader))
+    assert vd.check_batch(batch).codes == []
+    assert "text/html" in vd.show_batch(loader)._repr_mimebundle_()
+    assert vd.check_dataset(Tokens()).codes == []
+    audio = {"input_values": torch.randn(4, 1600), "labels": torch.tensor([0, 1, 0, 1])}
+    assert vd.check_batch(audio).codes == []
