@@ -97,3 +97,17 @@ def test_hugging_face_style_dict_batches() -> None:
     assert vd.check_dataset(Tokens()).codes == []
     audio = {"input_values": torch.randn(4, 1600), "labels": torch.tensor([0, 1, 0, 1])}
     assert vd.check_batch(audio).codes == []
+
+
+def test_rows_that_differ_in_a_date_or_a_name_are_not_duplicates() -> None:
+    """Before: ``split-duplicates`` (a warning: 30 of 30 test rows in train) on a time
+    series whose numeric column repeats (a counter) while the dates differ: only the
+    numeric columns were compared."""
+    train = pd.DataFrame({"t": pd.date_range("2020-01-01", periods=100), "v": range(100)})
+    test = pd.DataFrame({"t": pd.date_range("2021-01-01", periods=30), "v": range(30)})
+    assert vd.check_split(train, test).codes == []
+    assert "split-duplicates" in vd.check_split(train, train.iloc[:30]).codes
+    shops = pd.DataFrame({"city": ["x", "y"] * 50, "sales": np.arange(100) % 10})
+    other = pd.DataFrame({"city": ["z"] * 30, "sales": np.arange(30) % 10})
+    assert vd.check_split(shops, other).codes == []
+    assert vd.check_split(shops, shops.iloc[:30].copy()).codes == ["split-duplicates"]
