@@ -121,7 +121,7 @@ def test_dark_theme_text_is_readable_and_next_sends_one_page(lab):
         _theme(lab, page, theme)
         results[theme] = page.evaluate(CONTRAST_JS, GROUPS)
         lab.screenshot(page, f"drift_{theme.split()[-1].lower()}.png",
-                       page.locator(".jp-Notebook .vd-drift").first)
+                       page.locator(".jp-Notebook .vd-drift >> visible=true").first)
     lab.screenshot(page, "dark_theme_views.png")
     print("CONTRAST", json.dumps(results))
     for theme, groups in results.items():
