@@ -111,3 +111,18 @@ def test_rows_that_differ_in_a_date_or_a_name_are_not_duplicates() -> None:
     other = pd.DataFrame({"city": ["z"] * 30, "sales": np.arange(30) % 10})
     assert vd.check_split(shops, other).codes == []
     assert vd.check_split(shops, shops.iloc[:30].copy()).codes == ["split-duplicates"]
+
+
+def test_binary_feature_rows_with_one_label_each_are_a_table() -> None:
+    """Before: a (16, 8) bool batch of binary features with 16 labels was read as one
+    picture and refused ('batch has 1 inputs but 16 labels')."""
+    import torch
+
+    features = torch.rand(16, 8, generator=torch.Generator().manual_seed(0)) > 0.5
+    assert vd.check_batch((features, torch.arange(16) % 2)).codes == []
+    assert vd.check_batch((features.to(torch.uint8), torch.arange(16) % 2)).codes == []
+    from vizdebug.data.batch import make_batch
+
+    assert make_batch(features, torch.arange(16) % 2).kind == "table"
+    assert make_batch(features).kind == "image"  # alone: a binary mask, as before
+    assert "text/html" in vd.show_batch((features, torch.arange(16) % 2))._repr_mimebundle_()
