@@ -126,3 +126,22 @@ def test_binary_feature_rows_with_one_label_each_are_a_table() -> None:
     assert make_batch(features, torch.arange(16) % 2).kind == "table"
     assert make_batch(features).kind == "image"  # alone: a binary mask, as before
     assert "text/html" in vd.show_batch((features, torch.arange(16) % 2))._repr_mimebundle_()
+
+
+def test_a_text_dataset_is_checked_for_its_labels_not_called_broken() -> None:
+    """Before: ``dataset-error`` at error severity ('100 of 100 items raised or are not
+    arrays ... is a string') on a text dataset tokenized later, in its collate_fn."""
+    from torch.utils.data import Dataset
+
+    class Reviews(Dataset):
+        def __init__(self, positive: int) -> None:
+            self.positive = positive
+
+        def __len__(self) -> int:
+            return 100
+
+        def __getitem__(self, i: int) -> tuple[str, int]:
+            return f"review number {i}", int(i < self.positive)
+
+    assert vd.check_dataset(Reviews(50)).codes == []
+    assert vd.check_dataset(Reviews(3)).codes == ["label-imbalance"]

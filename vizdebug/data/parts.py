@@ -94,8 +94,8 @@ def split_sample(item: Any) -> BatchParts:
     [0.0, 1.0, 0.0, 0.0]
     """
     if isinstance(item, (tuple, list)) and len(item) >= 2 and (
-            is_arraylike(item[0]) or is_frame(item[0])):
-        return BatchParts(item[0], item[1])
+            is_arraylike(item[0]) or is_frame(item[0]) or isinstance(item[0], (str, bytes))):
+        return BatchParts(item[0], item[1])  # (a text's item: its text and its label)
     if isinstance(item, (tuple, list)) and len(item) >= 2 and _is_group(item[0], None):
         target = None if _no_target(item[1]) else item[1]
         return BatchParts(tuple(item[0]), target)  # ((anchor, positive, negative), y)

@@ -112,6 +112,9 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     if isinstance(x, (list, tuple)) and any(v is None for v in x):
         scan.nones.append(i)
         return
+    if isinstance(x, (str, bytes)):  # text, tokenized later (collate_fn, the model):
+        _keep_label(scan, i, y)       # its labels are read, it has no array to check
+        return
     members = input_members(x)  # siamese/triplet items: each input on its own
     try:
         arrays = [to_numpy(m, f"dataset[{i}]") for m in members]
@@ -121,11 +124,15 @@ def _read(ds: Any, i: int, scan: _Scan) -> None:
     scan.was_tensor |= type(members[0]).__module__.startswith("torch")
     scan.xs[i] = arrays
     scan.signatures[i] = tuple((a.shape, str(a.dtype)) for a in arrays)
+    _keep_label(scan, i, y)
+    if len(arrays) == 1:
+        scan.relations.add(i, arrays[0], y, scan.labels.get(i))
+
+
+def _keep_label(scan: _Scan, i: int, y: Any) -> None:
     label = _label_value(y) if y is not None else None
     if isinstance(label, (int, float, str, np.integer, np.floating)):
         scan.labels[i] = label  # class ids; masks, multi-hot rows, target images have none
-    if len(arrays) == 1:
-        scan.relations.add(i, arrays[0], y, scan.labels.get(i))
 
 
 def _label_value(y: Any) -> Any:
