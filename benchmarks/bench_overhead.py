@@ -9,6 +9,7 @@ as the ratio of the best (least disturbed) repeats: CPU time only grows with dis
     python benchmarks/bench_overhead.py --repeats 3 --steps 200
     python benchmarks/bench_overhead.py --paired 3000   # vizdebug only, one model, step by step
     python benchmarks/bench_overhead.py --only-shapes   # the three model shapes only
+    python benchmarks/bench_overhead.py --only-shapes --shape-defaults-only   # their target rows
 
 The default run ends with three model shapes (the CNN, a deep MLP of 125 leaf modules, a
 transformer encoder; see overhead_shapes.py), each paired beside naive hooks and
@@ -306,6 +307,8 @@ def _arguments() -> argparse.Namespace:
                              "(defaults: --shape-defaults steps); 0: skip")
     parser.add_argument("--shape-defaults", type=int, default=1000, metavar="STEPS")
     parser.add_argument("--only-shapes", action="store_true")
+    parser.add_argument("--shape-defaults-only", action="store_true",
+                        help="with the shapes: the defaults' rows alone (the target), ~1/3 the time")
     parser.add_argument("--width", type=int, default=16,
                         help="with --paired: channels of the first conv (64: a ~20 ms step)")
     return parser.parse_args()
@@ -375,7 +378,8 @@ def main() -> None:
               "(target 2 us)")
     if args.shapes:
         with tempfile.TemporaryDirectory() as workdir:
-            run_shapes(args.shapes, args.shape_defaults, workdir, with_wandb)
+            run_shapes(args.shapes, args.shape_defaults, workdir, with_wandb,
+                       args.shape_defaults_only)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,7 @@ class Run:
         self.session = None
         self.naive: TensorHooks | None = None
         self.after: Callable[[], None] = lambda: None
+        self.samples = 0  # the session's sampled steps (read at close)
 
     def step(self, i: int) -> float:
         start = CLOCK()
@@ -110,13 +111,16 @@ class Run:
         if i == self.steps - 1:  # and ends in the last one's
             if self.session is not None:
                 self.session.close()
+                self.samples = self.session.hooks.activations.total
             if self.naive is not None:
                 self.naive.close()
         return CLOCK() - start
 
 
-def one_repeat(steps: int, seed: int, kinds: tuple[str, ...] = KINDS) -> np.ndarray:
-    """``(len(kinds), steps)`` step times of fresh copies stepped interleaved."""
+def one_repeat(steps: int, seed: int, kinds: tuple[str, ...] = KINDS,
+               samples: list[int] | None = None) -> np.ndarray:
+    """``(len(kinds), steps)`` step times of fresh copies stepped interleaved (the watched
+    copy's sampled steps appended to ``samples``)."""
     gen = torch.Generator().manual_seed(seed)
     batches = [(torch.randn(128, 32, generator=gen), torch.randint(0, 10, (128,), generator=gen))
                for _ in range(16)]
@@ -126,6 +130,8 @@ def one_repeat(steps: int, seed: int, kinds: tuple[str, ...] = KINDS) -> np.ndar
     for i in range(steps):
         for k in np.roll(np.arange(len(kinds)), i + seed):  # each first in turn
             times[k, i] = runs[k].step(i)
+    if samples is not None:
+        samples += [r.samples for r in runs if r.kind == "vd.watch defaults"]
     return times
 
 
@@ -142,15 +148,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args()
     one_repeat(40, 10**6)  # warm-up: every code path once (imports, first calls)
-    totals = np.zeros((args.repeats, len(KINDS)))
+    totals, samples = np.zeros((args.repeats, len(KINDS))), []
     for rep in range(args.repeats):
-        totals[rep] = one_repeat(args.steps, rep).sum(1)
-        print(f"repeat {rep + 1}/{args.repeats}: vd / plain {totals[rep, 1] / totals[rep, 0]:.3f}",
-              file=sys.stderr, flush=True)
+        totals[rep] = one_repeat(args.steps, rep, samples=samples).sum(1)
+        print(f"repeat {rep + 1}/{args.repeats}: vd / plain {totals[rep, 1] / totals[rep, 0]:.3f}, "
+              f"{samples[-1]} sampled steps", file=sys.stderr, flush=True)
     plain = totals[:, 0]
     print(f"\n33-module MLP, {args.steps} steps from step 0, {args.repeats} repeats, the four "
           f"copies interleaved step by step, thread CPU time, 1 thread; plain run median "
-          f"{np.median(plain):.3f} s\n")
+          f"{np.median(plain):.3f} s; sampled steps per run {min(samples)}-{max(samples)}\n")
     print("| configuration | x plain (95%, over repeats) | per-repeat range | extra ms/run |\n"
           "|---|---|---|---|")
     for k, kind in enumerate(KINDS):

@@ -273,17 +273,27 @@ def _summary(watched: np.ndarray, plain: np.ndarray, modules: int, samples: int 
             "per_module_us": 1e6 * extra / modules, "modules": modules, "samples": samples}
 
 
-def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool) -> None:
+def run_shapes(steps: int, default_steps: int, workdir: str, with_wandb: bool,
+               defaults_only: bool = False) -> None:
     """For each shape: defaults over ``default_steps`` watched steps from step 0,
-    ``every=1``, naive hooks and ``wandb.watch`` over ``steps`` each, paired."""
+    ``every=1``, naive hooks and ``wandb.watch`` over ``steps`` each, paired
+    (``defaults_only``: the defaults alone, the deciding line's rows: ~1/3 of the time)."""
     print(f"\n### Three model shapes (paired; defaults over {default_steps} steps from step 0, "
           f"the others over {steps})\n")
     print("| shape | leaf modules | plain ms/step | configuration | watched / plain (95%) "
           "| extra us/step | us per module |\n|---|---|---|---|---|---|---|")
     decided: list[str] = []
     for shape in SHAPES.values():
-        rows = {"vd.watch defaults": paired_vizdebug(shape, default_steps, "auto"),
-                "vd.watch(every=1)": paired_vizdebug(shape, steps, 1),
+        rows = {"vd.watch defaults": paired_vizdebug(shape, default_steps, "auto")}
+        if defaults_only:
+            d = rows["vd.watch defaults"]
+            print(f"| {shape.name} | {d['modules']} | {d['plain_ms']:.2f} | vd.watch defaults | "
+                  f"{d['ratio']:.3f}x ({d['lo']:.3f}-{d['hi']:.3f}) | {d['extra_us']:+.0f} | "
+                  f"{d['per_module_us']:.1f} |", flush=True)
+            decided.append(f"{shape.name} {d['ratio']:.3f}x (95% {d['lo']:.3f}-{d['hi']:.3f}): "
+                           + verdict(d["lo"], d["hi"], 1.03))
+            continue
+        rows |= {"vd.watch(every=1)": paired_vizdebug(shape, steps, 1),
                 "naive hooks (mean/std/zeros + grad norms, each step)": paired_naive(shape, steps)}
         if with_wandb:
             for freq in (1, 100):
