@@ -89,6 +89,7 @@ CODES: dict[str, str] = {
     "loss-output-mismatch": "loss",
     "labels-out-of-range": "loss",
     "target-shape-broadcast": "loss",
+    "padding-in-loss": "loss",  # a class loss counting targets at the input's padding
     # embeddings
     "label-noise-suspects": "embeddings",
     "class-overlap": "embeddings",

@@ -26,13 +26,19 @@ GAPS: dict[str, str] = {
                                       "0.81 vs train->train 0.80; the twin, augmenting the "
                                       "training split only, 1.02 vs 0.63), and a shifted copy "
                                       "lies about as far as the nearest other glyph",
-    "heldout/zscore-across-channels": "partly (underfitting only): the per-row z-score "
-                                      "leaves each channel nearly constant (column std "
-                                      "0.01-0.06 of the row spread), a per-feature relation; "
-                                      "the watched input's statistics are per batch (mean 0, "
-                                      "std 1 here: they look normalised) and per-feature "
-                                      "ones would need the hook engine, not changed this "
-                                      "round; the program calls no check_batch",
+    # -- held-out faults, second round (heldout_faults2.py), not named this round ----------
+    "heldout2/one-cycle-stepped-per-epoch": "missed: OneCycleLR(epochs=8, steps_per_epoch="
+                                            "22) stepped once per epoch moved the rate "
+                                            "from 4.0e-4 to 9.5e-4 of its max_lr 1e-2 in 8 "
+                                            "epochs (val_acc 0.913 against the twin's "
+                                            "0.984). The optimizer's groups hold max_lr and "
+                                            "initial_lr, not the scheduler's total_steps nor "
+                                            "how often it steps; OneCycleLR(total_steps="
+                                            "176) stepped per epoch (pytorch#65417's "
+                                            "workaround), 8 epochs into a 176-epoch run, "
+                                            "draws the same rate trace, so the trace cannot "
+                                            "tell them apart without the scheduler object, "
+                                            "which no collector sees",
 }
 
 FLAKY: dict[str, str] = {

@@ -52,7 +52,9 @@ class AxisFacts:
     """What one axis-sensitive module received at one of the first training forwards.
 
     ``kind`` is ``"sequence"`` (an RNN/LSTM/GRU or a transformer layer: ``batch_first`` is
-    its setting) or ``"conv"`` (the first convolution a forward reached). For a ``"conv"``,
+    its setting), ``"conv"`` (the first convolution a forward reached) or ``"softmax"`` (a
+    softmax in the forward of module ``path`` that normalised axis ``dim`` of ``shape``,
+    whose length is the model input's batch). For a ``"conv"``,
     ``reshaped`` says whether its input holds the model input's elements in their memory
     order (a ``view``/``reshape`` of it, up to a per-channel affine map), ``order`` the
     permutation of the model input's axes that gives the convolution's shape without
@@ -74,24 +76,26 @@ class AxisFacts:
     permuted: bool = False
     order: list[int] = field(default_factory=list)
     in_channels: int | None = None
+    dim: int | None = None  # a "softmax": the axis it normalised (its cls names the op)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "cls": self.cls, "kind": self.kind,
                 "shape": list(self.shape), "batch_first": self.batch_first,
                 "root_shape": list(self.root_shape), "reshaped": self.reshaped,
                 "permuted": self.permuted, "order": list(self.order),
-                "in_channels": self.in_channels}
+                "in_channels": self.in_channels, "dim": self.dim}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> AxisFacts:
         def ints(key: str) -> list[int]:
             return [int(i) for i in d.get(key, [])[:16]]
 
-        first, channels = d.get("batch_first"), d.get("in_channels")
+        first, channels, dim = d.get("batch_first"), d.get("in_channels"), d.get("dim")
         return cls(str(d["path"])[:500], str(d["cls"])[:100], str(d["kind"])[:20],
                    ints("shape"), None if first is None else bool(first), ints("root_shape"),
                    bool(d.get("reshaped", False)), bool(d.get("permuted", False)),
-                   ints("order"), None if channels is None else int(channels))
+                   ints("order"), None if channels is None else int(channels),
+                   None if dim is None else int(dim))
 
 
 @dataclass
@@ -125,6 +129,9 @@ class ProgramFacts:
     dataset_len: int | None = None       # len() of the watched loader's dataset
     batch_norms: list[list] = field(default_factory=list)  # [path, num_features] per BatchNorm
     input_ranges: list[list[float]] = field(default_factory=list)  # [min, max] per sampled input
+    # an (N, F) float input's normalisation per read: [max |row mean|, max distance of a
+    # row's std to 1, max column std / whole std] (collect/taps/input_rows.py)
+    input_rows: list[list[float]] = field(default_factory=list)
     # how far each frozen norm layer's running mean moved since the first mode check, in
     # units of its running std then (mean over channels; the largest reading)
     frozen_norm_drift: dict[str, float] = field(default_factory=dict)
@@ -137,6 +144,7 @@ class ProgramFacts:
         out["axes"] = [a.to_json() for a in self.axes]
         out["batch_norms"] = [[str(p), int(c)] for p, c in self.batch_norms]
         out["input_ranges"] = [[float(lo), float(hi)] for lo, hi in self.input_ranges]
+        out["input_rows"] = [[float(v) for v in r] for r in self.input_rows]
         out["frozen_norm_drift"] = {str(k): float(v) for k, v in self.frozen_norm_drift.items()}
         return out
 
@@ -166,6 +174,8 @@ class ProgramFacts:
                          for p, c in d.get("batch_norms", [])[:MAX_FACT_PATHS]],
             input_ranges=[[float(lo), float(hi)]
                           for lo, hi in d.get("input_ranges", [])[:MAX_FACT_PATHS]],
+            input_rows=[[float(v) for v in r[:3]]
+                        for r in d.get("input_rows", [])[:MAX_FACT_PATHS]],
             frozen_norm_drift={str(k)[:500]: float(v) for k, v in
                                list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
             loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:MAX_LOSS_FUNCTIONS]],

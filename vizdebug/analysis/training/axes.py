@@ -24,6 +24,12 @@ training forwards, collected by ``collect/taps/program.py``):
   channels and convolves across the embedding values; the permuted (batch, embedding,
   seq) is the layout it convolves along the text in. Where seq equals the embedding size
   the two readings agree in shape: no verdict.
+- **a softmax over the batch inside the forward.** Attention pooling or a gate written
+  ``softmax(scores, dim=0)`` on (batch, seq) scores normalises each position over the
+  samples of the batch, not over the sequence: the weights of one sample depend on the
+  others and sum to 1 across the batch. Named where the normalised axis is as long as the
+  loader's batch, no other axis is, and another axis holds more than one entry (a
+  (batch, batch) similarity or a batch of one says nothing).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 from ...findings import Finding
 from ...records import TrainingRecords
 from ...records.program import AxisFacts
+from .loss_checks import normalised_over_batch
 
 _ATTENTION = ("MultiheadAttention", "Transformer")
 
@@ -49,6 +56,7 @@ def rule_axis_order(rec: TrainingRecords) -> list[Finding]:
             continue
         found = (_batch_on_time_axis(axes, batch) if axes.kind == "sequence"
                  else _tokens_on_channels(axes) if axes.kind == "conv_tokens"
+                 else _softmax_over_batch(axes, batch) if axes.kind == "softmax"
                  else _reshaped_not_permuted(axes))
         if found is not None:
             seen.add(axes.path)
@@ -145,3 +153,20 @@ def _reshaped_not_permuted(axes: AxisFacts) -> Finding | None:
     evidence = {"shape": list(shape), "model_input": list(root), "permutation": list(order)}
     code = "layout-channels-last" if channels_last else "axis-order"
     return Finding(code, "warning", message, where=axes.path, evidence=evidence, hint=hint)
+
+
+def _softmax_over_batch(axes: AxisFacts, batch: int | None) -> Finding | None:
+    shape, dim = tuple(axes.shape), axes.dim
+    if batch is None or batch <= 1 or dim is None or not normalised_over_batch(shape, dim, batch):
+        return None
+    others = ", ".join(f"axis {i} ({n})" for i, n in enumerate(shape) if i != dim and n > 1)
+    fn = "log_softmax" if axes.cls == "logsoftmax" else "softmax"
+    return Finding(
+        "axis-order", "warning",
+        f"{fn} in the forward of {axes.path!r} normalised axis {dim} of a {shape} tensor, "
+        f"whose {batch} entries are the loader's batch: each sample's weights are shared "
+        f"with the other samples of the batch and sum to 1 across it, not over {others}",
+        where=axes.path, evidence={"shape": list(shape), "dim": dim, "batch": batch},
+        hint=f"normalise over the axis the weights are for: {fn}(scores, dim=-1) for "
+             f"(batch, seq) attention scores (nn.Softmax(dim=-1)); dim=0 is right only for "
+             f"one sample without a batch axis")

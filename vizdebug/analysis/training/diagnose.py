@@ -28,7 +28,7 @@ from .curves import (
     rule_unstable,
 )
 from .events import rule_events
-from .inputs import rule_input_scale
+from .inputs import rule_input_scale, rule_rows_standardised
 from .metrics import rule_accuracy_against_loss
 from .params import absent_grads, rule_parameters_not_updated, rule_zero_gradients
 from .profile import profile_of
@@ -216,6 +216,7 @@ def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str, dict] | No
     numel = np.asarray(rec.param_numel, dtype=float)
     weights = [i for i, n in enumerate(numel)
                if n > 1 and not rec.param_paths[i].endswith("bias")]
+    weights = _one_network(rec, weights)
     if len(weights) < 2:
         return None
     first, last = weights[0], weights[-1]
@@ -233,6 +234,18 @@ def _first_last_ratio(rec: TrainingRecords) -> tuple[float, str, str, dict] | No
         return None
     series = evidence_series("gradient norm", rec.grad_steps, rec.grad("grad_norm")[:, first])
     return ratio, rec.param_paths[first], rec.param_paths[last], series
+
+
+def _one_network(rec: TrainingRecords, weights: list[int]) -> list[int]:
+    """The weights trained by the optimizer that trains the first one, where several
+    optimizers train parts of the watched model (a generator and its discriminator in one
+    ModuleDict): the first layer of one network is not compared with another's last."""
+    facts = rec.program
+    held = [set(o.held) for o in (facts.optimizers if facts is not None else []) if o.held]
+    if len(held) < 2:
+        return weights
+    own = next((h for h in held if weights[0] in h), None)
+    return weights if own is None else [i for i in weights if i in own]
 
 
 def _solved(rec: TrainingRecords) -> bool:
@@ -339,6 +352,7 @@ def rule_collector_errors(rec: TrainingRecords) -> list[Finding]:
 RULES: tuple[Callable[[TrainingRecords], list[Finding]], ...] = (
     rule_axis_order,  # a cause: a module reads its input's axes in the wrong order
     rule_input_scale,  # a cause: off-scale inputs that nothing normalises
+    rule_rows_standardised,  # a cause: a z-score along the features erased them
     rule_input_nonfinite, rule_events, rule_nonfinite_loss, rule_exploding, rule_zero_gradients,
     rule_batchnorm_small_batch, rule_gan_range, rule_discriminator_wins,
     rule_frozen_batchnorm_training,

@@ -56,3 +56,33 @@ def _loader_scale(rec: TrainingRecords) -> float | None:
     peak = np.maximum(np.abs(lo), np.abs(hi))
     peak = peak[np.isfinite(peak)]
     return float(np.median(peak)) if peak.size else None
+
+
+ROW_MEAN = 0.01   # every row's mean within this of 0 ...
+ROW_STD = 0.02    # ... and its standard deviation within this of 1: rows standardised
+COLUMN_SPREAD = 0.25  # while no feature varies across the batch by this share of the whole
+
+
+def rule_rows_standardised(rec: TrainingRecords) -> list[Finding]:
+    """``input-not-normalized`` when the z-score ran along the features: every row of the
+    (N, F) input has mean 0 and std 1 across its features, and every feature is nearly
+    constant across the batch (its values differ from the others' by their level only)."""
+    reads = np.asarray(rec.program.input_rows if rec.program else [], dtype=float)
+    if reads.ndim != 2 or len(reads) == 0:
+        return []
+    mean, std, spread = np.median(reads, axis=0)
+    if not (mean < ROW_MEAN and std < ROW_STD and spread < COLUMN_SPREAD):
+        return []
+    return [Finding(
+        "input-not-normalized", "warning",
+        f"each input row was standardised across its features (row means within "
+        f"{_f(mean)} of 0, standard deviations within {_f(std)} of 1), and no feature varies "
+        f"across the batch by more than {spread:.0%} of the batch's whole spread: the "
+        "z-score ran along the features, so each feature is left nearly constant and what "
+        "told the samples apart (each feature's own level and variation) is gone",
+        evidence={"row_mean": float(mean), "row_std_to_1": float(std),
+                  "column_spread": float(spread)},
+        hint="standardise each feature over the samples: (x - x.mean(0)) / x.std(0), "
+             "scipy.stats.zscore(x, axis=0), or StandardScaler fitted on the training split; "
+             "not over each row (axis=1)",
+    )]

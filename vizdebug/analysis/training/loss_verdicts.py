@@ -28,6 +28,8 @@ UNTRAINED_LEAVES = "untrained-leaves"  # detail["count"], detail["shapes"]
 CUT_FROM_MODEL = "loss-cut-from-model"  # detail["count"], detail["shapes"]
 # detail["function"] (softmax/log_softmax), "dim", "shape", "batch", "consumer"
 NORMALISED_AXIS = "normalised-over-batch"
+# detail["pad"], "label", "ignore_index", "share", "rows", "shape": targets at the input's padding
+PADDING_COUNTED = "padding-counted"
 
 Verdict = tuple[str, str, str]  # severity, message, hint
 
@@ -124,7 +126,22 @@ def _normalised_axis(kind: str, detail: dict[str, Any]) -> Verdict | None:
             f"without a batch axis")
 
 
+def _padding_counted(kind: str, detail: dict[str, Any]) -> Verdict:
+    name, label, pad = detail.get("function"), detail.get("label"), detail.get("pad")
+    return ("warning",
+            f"{name} counts the padding: {detail.get('rows', 0):.0%} of the rows of the "
+            f"model's token input end in runs of token {pad}, and the targets of shape "
+            f"{tuple(detail.get('shape') or ())} end in runs of label {label} at the same "
+            f"rows and lengths; ignore_index is {detail.get('ignore_index')}, so "
+            f"{detail.get('share', 0):.0%} of the positions averaged into the loss hold no "
+            f"token: the model learns to predict padding and the logged loss is mostly its",
+            f"leave the padding out of the loss: {name}(..., ignore_index={label}) "
+            f"(nn.CrossEntropyLoss(ignore_index={label})), or set the padded targets to "
+            f"-100")
+
+
 _VERDICTS: dict[str, Callable[[str, dict[str, Any]], Verdict | None]] = {
     LOSS_CALL: _loss_call, SQUASHED_TWICE: _squashed_twice, NO_GRAPH: _no_graph,
     UNTRAINED_LEAVES: _untrained_leaves, CUT_FROM_MODEL: _cut_from_model, NORMALISED_AXIS: _normalised_axis,
+    PADDING_COUNTED: _padding_counted,
 }

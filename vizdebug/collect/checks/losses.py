@@ -51,6 +51,7 @@ from .loss_rules import (
     observed,
     op_name,
 )
+from .padding import input_padding, padding_counted
 
 __all__ = ["LOSS_FUNCTIONS", "LossWatch"]
 
@@ -101,6 +102,7 @@ class LossWatch:
         self._scanned = 0  # tensors looked at on this step (see scan_normalised)
         self._class_inputs: set[int] = set()  # ids of class losses' inputs (their values judged)
         self._normalised_seen = False
+        self.input_pad: Any = None  # the armed step's token input padding (see padding.py)
 
     @property
     def armed(self) -> bool:
@@ -120,6 +122,7 @@ class LossWatch:
         if torch is None:
             return
         try:
+            self.input_pad = input_padding(_first_input(inputs))  # (before the mode is on)
             mode = _mode_class()(self)
             mode.__enter__()
             self._mode, self.step = mode, step
@@ -156,6 +159,12 @@ class LossWatch:
                 self.soft_targets = _probability_targets(args, kwargs)
             for code, detail in check_loss_call(name, args, kwargs, self._made):
                 self._report(name, code, detail, observed(detail))
+            if self.input_pad is not None and name in CLASS_LOSSES:
+                pad = padding_counted(name, args, kwargs, self.input_pad)
+                if pad is not None:
+                    self._report(name, "padding-in-loss", pad,
+                                 f"{name} counted {pad['share']:.0%} of its targets at the "
+                                 f"input's padding (token {pad['pad']})")
         except Exception as exc:
             self.on_error("the loss check", exc)
 
@@ -248,9 +257,14 @@ def _backward_seen(problem: Observation) -> str:
             f"parameters of the watched model nor held by its optimizer (shapes {shapes})")
 
 
+def _first_input(inputs: tuple) -> Any:
+    """The first tensor the model received (None without one)."""
+    return next((a for a in inputs if hasattr(a, "shape") and hasattr(a, "grad_fn")), None)
+
+
 def _first_shape(inputs: tuple) -> tuple[int, ...] | None:
     """The shape of the first tensor the model received (None without one)."""
-    first = next((a for a in inputs if hasattr(a, "shape") and hasattr(a, "grad_fn")), None)
+    first = _first_input(inputs)
     return None if first is None else tuple(first.shape)
 
 

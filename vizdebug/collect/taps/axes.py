@@ -1,6 +1,7 @@
 """What the axis-ordered modules receive: the RNN- and transformer-family modules' input
-shapes against the loader's batch size, and whether the first convolution got its input
-reshaped rather than permuted. Watched over the first few training forwards only (their
+shapes against the loader's batch size, whether the first convolution got its input
+reshaped rather than permuted, and softmaxes inside the program's own modules taken over
+the batch (:mod:`.softmax_axes`). Watched over the first few training forwards only (their
 pre-hooks then remove themselves); read by :mod:`vizdebug.analysis.training.axes`."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...records.program import MAX_AXIS_FACTS, MAX_FACT_PATHS, AxisFacts
 from ..hooks.compiled import graph_safe, unhookable_ids
+from .softmax_axes import softmax_facts
 
 if TYPE_CHECKING:
     import torch
@@ -42,6 +44,7 @@ class AxisWatch:
         self._root_input: Any = None  # the model input of the training forward in progress
         self._watching = False        # a watched training forward is in progress
         self._conv_seen = False       # it reached its first convolution
+        self._softmaxes: set[int] = set()  # softmax nodes of this forward already read
         self._root_calls = 0
         self.paused = False  # Session.paused(): forwards in between are not the program's
         self._handles: list[Any] = []  # the model's and the convolutions' hooks
@@ -87,6 +90,9 @@ class AxisWatch:
             elif isinstance(module, convs) and len(self._handles) < MAX_FACT_PATHS:
                 self._handles.append(
                     module.register_forward_pre_hook(graph_safe(self._conv_hook(name))))
+            if _own_module(module) and len(self._handles) < MAX_FACT_PATHS:  # its softmaxes
+                self._handles.append(module.register_forward_hook(
+                    graph_safe(self._softmax_hook(name, module is model))))
         if (self._handles or self._sequence) and id(model) not in compiled:  # the model's input
             self._handles += [model.register_forward_pre_hook(graph_safe(self._root_pre)),
                               model.register_forward_hook(graph_safe(self._root_post),
@@ -102,6 +108,7 @@ class AxisWatch:
         self._watching = module.training and not self.paused  # eval passes are not watched
         self._root_input = _first_tensor(args, {}) if module.training else None
         self._conv_seen = False
+        self._softmaxes = set()
 
     def _root_post(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
         if not self._watching:
@@ -135,6 +142,26 @@ class AxisWatch:
             self._record(AxisFacts(path, type(module).__name__, "sequence", list(x.shape),
                                    _batch_first(module),
                                    list(root.shape) if root is not None else []))
+
+    def _softmax_hook(self, path: str, is_root: bool) -> Any:
+        def hook(module: torch.nn.Module, args: tuple, output: Any) -> None:
+            try:
+                root = self._root_input
+                if not self._watching or root is None or root.dim() < 1:
+                    return
+                import torch
+
+                outputs = output if isinstance(output, (tuple, list)) else (output,)
+                # the loss check's torch function mode may be armed already (it is at the
+                # model's output): reading the graph is not the program's own call
+                with torch._C.DisableTorchFunction():
+                    found = [facts for out in outputs[:4] for facts in softmax_facts(
+                        path, out, int(root.shape[0]), self._softmaxes, is_root)]
+                for facts in found:
+                    self._record(facts)
+            except Exception as exc:
+                self.on_error(f"the axis-order collector on {path!r}", exc)
+        return hook
 
     def _conv_hook(self, path: str) -> Any:
         def hook(module: torch.nn.Module, args: tuple) -> None:
@@ -177,6 +204,11 @@ class AxisWatch:
             permuted = _affine_per_channel(x, root.permute(order).reshape(x.shape))
         self._record(AxisFacts(path, type(module).__name__, "conv", list(x.shape), None,
                                list(root.shape), reshaped, permuted, list(order)))
+
+
+def _own_module(module: Any) -> bool:
+    """A module class of the program's own (not torch's): its forward may hold a softmax."""
+    return not type(module).__module__.startswith("torch.")
 
 
 def _first_tensor(args: tuple, kwargs: dict) -> Any:

@@ -25,6 +25,7 @@ from ...records import (
 )
 from ..hooks.compiled import compiled_paths
 from .axes import AxisWatch
+from .input_rows import row_profile
 
 if TYPE_CHECKING:
     import torch
@@ -84,6 +85,7 @@ class ProgramTap:
                             and isinstance(getattr(m, "num_features", None), int)
                             ][:MAX_FACT_PATHS]
         self.input_ranges: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
+        self.input_rows: deque[list[float]] = deque(maxlen=MAX_INPUT_RANGES)
         self.step = lambda: 0  # the training step in progress (the session's clock)
         self.loss_functions = lambda: []  # the loss functions the loss check saw
         self.soft_targets = lambda: False  # a class loss saw probability targets
@@ -135,6 +137,9 @@ class ProgramTap:
             # tensor has no values, a sparse one no aminmax: a GCN's features go in sparse)
             low, high = (float(v) for v in first.detach().aminmax())
             self.input_ranges.append([low, high])
+            rows = row_profile(first)
+            if rows is not None:
+                self.input_rows.append(rows)
 
     def optimizer_stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """After any optimizer's ``step()`` (from the global step post-hook)."""
@@ -181,6 +186,7 @@ class ProgramTap:
             drop_last=self.drop_last, dataset_len=self.dataset_len,
             batch_norms=[list(b) for b in self.batch_norms],
             input_ranges=[list(r) for r in self.input_ranges],
+            input_rows=[list(r) for r in self.input_rows],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
             loss_functions=[str(f) for f in self.loss_functions()][:MAX_LOSS_FUNCTIONS],
             soft_targets=bool(self.soft_targets()),
