@@ -145,3 +145,28 @@ def test_a_text_dataset_is_checked_for_its_labels_not_called_broken() -> None:
 
     assert vd.check_dataset(Reviews(50)).codes == []
     assert vd.check_dataset(Reviews(3)).codes == ["label-imbalance"]
+
+
+def test_variable_length_items_under_a_padding_collate_fn() -> None:
+    """Before: ``shape-inconsistent`` (a warning) on a DataLoader whose collate_fn pads
+    variable-length sequences; with torch's default collate it stays a warning (the
+    loader would raise)."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+    from torch.utils.data import DataLoader, Dataset
+
+    class Clips(Dataset):
+        def __len__(self) -> int:
+            return 100
+
+        def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+            return torch.randn(2 + i % 7), i % 3
+
+    def pad(items: list) -> tuple[torch.Tensor, torch.Tensor]:
+        return (pad_sequence([x for x, _ in items], batch_first=True),
+                torch.tensor([y for _, y in items]))
+
+    padded = vd.check_dataset(DataLoader(Clips(), batch_size=8, collate_fn=pad))
+    assert [(f.severity, f.code) for f in padded] == [("info", "shape-inconsistent")]
+    plain = vd.check_dataset(DataLoader(Clips(), batch_size=8))
+    assert [(f.severity, f.code) for f in plain] == [("warning", "shape-inconsistent")]

@@ -174,6 +174,10 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
             _read(ds, i, scan)
             bar.update()
     counted = _shape_findings(scan)
+    if _own_collate(dataset):  # it pads or packs items of several shapes: by design
+        counted = [replace(f, severity="info", message=f.message + " (the DataLoader's own "
+                           "collate_fn joins them)") if f.code == "shape-inconsistent" else f
+                   for f in counted]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         counted += _content_findings(scan) + scan.relations.findings()
     if len(idx) < n:
@@ -183,6 +187,18 @@ def scan_dataset(dataset: Any, *, sample: int | None = 1000, seed: int = 0,
     found.title = (f"Dataset check (check_dataset): {len(idx):,} of {n:,} items "  # type: ignore[attr-defined]
                    f"of a {type(dataset).__name__}")
     return found
+
+
+def _own_collate(loader: Any) -> bool:
+    """A DataLoader with a collate_fn of its own (padding sequences, lists of boxes):
+    items of several shapes are what it expects; torch's default would refuse them."""
+    collate = getattr(loader, "collate_fn", None)
+    if collate is None or not hasattr(loader, "batch_size") or loader.batch_size is None:
+        return False
+    import torch.utils.data as tud
+
+    return collate is not getattr(tud, "default_collate", None) and getattr(
+        collate, "__module__", "") != "torch.utils.data._utils.collate"
 
 
 def _in_a_sample(f: Finding, read: int, total: int) -> Finding:
