@@ -73,6 +73,7 @@ def _entries() -> list[Entry]:
         public_b,
         public_c,
         public_d,
+        public_e,
         relations_axis,
         relations_order,
         relations_pairs,
@@ -89,7 +90,7 @@ def _entries() -> list[Entry]:
             out.append(Entry(f"{f.name}/twin", TWIN, partial(f.program, True), f.source))
     for c in controls.CONTROLS:
         out.append(Entry(f"control/{c.name}", CONTROL, c.program, c.what))
-    for module in (public_a, public_b, public_c, public_d):  # working public programs, cited
+    for module in (public_a, public_b, public_c, public_d, public_e):  # public programs, cited
         for c in module.CONTROLS:
             out.append(Entry(f"public/{c.name}", CONTROL, c.program, c.what))
     return out
