@@ -60,6 +60,9 @@ function vdUplotHover(u, view, px, py) {
   return best;
 }
 
+const VD_TIP_CSS = "position:absolute;display:none;pointer-events:none;background:#fff;color:#222;" +
+  "border:1px solid #bbb;border-radius:3px;padding:2px 6px;white-space:nowrap;z-index:2;font:12px ";
+
 // A line chart in `div`, drawn by uPlot: draw(fig) as often as wanted; options.onZoom as
 // for vdChart (the dashboard asks the kernel for the points of the range).
 function vdLineChart(div, options = {}) {
@@ -208,7 +211,7 @@ function vdDrawStatic(id, panels) {
     `min="0" max="0.99" step="0.01" value="0.6" style="vertical-align:middle"></label><label>` +
     `<input class="vd-log" type="checkbox"> log scale</label></div>${vdPanelGrid()}`;
   const smooth = grid.querySelector(".vd-smooth"), log = grid.querySelector(".vd-log");
-  const svgOnly = (fig) => fig.data.some((t) => t.type === "heatmap" || t.type === "bar");
+  const svgOnly = (fig) => fig.data.some((t) => t.type === "heatmap" || (t.type === "bar" && t.orientation !== "v"));
   let curves = null;
   grid.querySelectorAll(".vd-panel").forEach((div) => {
     const fig = panels[div.dataset.panel];

@@ -26,10 +26,6 @@ function vdHoverCell(f, px, py) {
   return { x: px, y: f.sy(row), text: `${vdPlain(name)} · ${vdPlain(t.name)}: ${vdFormat(v, ".0%")}${why}` };
 }
 
-// The hover's tip: dark text on white, whatever the theme (the charts are white sheets).
-const VD_TIP_CSS = "position:absolute;display:none;pointer-events:none;background:#fff;color:#222;" +
-  "border:1px solid #bbb;border-radius:3px;padding:2px 6px;white-space:nowrap;z-index:2;font:12px ";
-
 // A file to the user's downloads.
 function vdSave(blob, name) {
   const a = document.createElement("a");
@@ -93,7 +89,10 @@ function vdChart(div) {
   const bar = vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`);
   const tip = document.createElement("div");
   tip.className = "vd-tip";
-  tip.style.cssText = VD_TIP_CSS + VD_FONT;
+  // dark text on the white tip, whatever the theme's text colour (the chart is a white sheet)
+  tip.style.cssText = "position:absolute;display:none;pointer-events:none;background:#fff;color:#222;" +
+    `border:1px solid #bbb;border-radius:3px;padding:2px 6px;font:12px ${VD_FONT};` +
+    "white-space:nowrap;z-index:2";
   const draw = () => {
     if (!fig) return;
     const out = vdPanelSvg(fig, width, state);
