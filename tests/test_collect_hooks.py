@@ -548,8 +548,9 @@ def test_the_torch_internals_the_hooks_rely_on():
 
 def test_the_loss_checks_stop_before_the_model_s_optimizer_steps():
     """The loss checks' torch function mode sees the loss and backward of a sampled step,
-    not the optimizer's own torch calls (once that optimizer counts the steps); another
-    optimizer stepping in between (a GAN's other half) leaves it on."""
+    not the optimizer's own torch calls (from the first step on: before any optimizer
+    counts, one that holds the model's parameters); another optimizer stepping in between
+    (a GAN's other half) leaves it on."""
     depths = []
 
     class Recording(torch.optim.SGD):
@@ -568,6 +569,6 @@ def test_the_loss_checks_stop_before_the_model_s_optimizer_steps():
         loss.backward()
         opt.step()
     session.close()
-    # step 0: the optimizer is not known yet; then the other one sees the mode, ours never
-    assert depths[:2] == [1, 1] and depths[2::2] == [1, 1, 1] and depths[3::2] == [0, 0, 0]
+    # the other one sees the mode, ours never (step 0 included: it holds the parameters)
+    assert depths[0::2] == [1, 1, 1, 1] and depths[1::2] == [0, 0, 0, 0]
     assert session.hooks.losses.calls == 4

@@ -219,6 +219,24 @@ def test_samples_are_read_in_batches_and_flush_reads_everything():
     session.close()
 
 
+def test_sparse_samples_are_read_a_few_at_a_time_and_a_late_one_alone(monkeypatch):
+    from vizdebug.collect.checks.anomaly import AnomalyPolicy
+    from vizdebug.collect.hooks import pending as pending_module
+
+    pending = pending_module.PendingSteps(["fc"], ["Linear"], 1, AnomalyPolicy("ignore"))
+    reads: list[list[int]] = []
+    monkeypatch.setattr(pending, "_read", lambda sealed: reads.append([s for s, _, _ in sealed]))
+    for step in (0, 10, 20, 30):  # "auto"'s early samples, each sealed one step later
+        pending.add(step, None, None, step + 1)
+    assert reads == []  # three wait: not read one by one
+    pending.add(45, None, None, 46)
+    assert reads == [[0, 10, 20, 30]]
+    pending.add(45 + pending_module.READ_LATEST + 1, None, None, 45 + pending_module.READ_LATEST + 2)
+    assert reads[-1] == [45]  # one sample, but old enough
+    pending.read_all()
+    assert reads[-1] == [45 + pending_module.READ_LATEST + 1]
+
+
 @pytest.mark.parametrize("mode", ["warn", "ignore"])
 def test_none_input_that_does_not_crash_is_named_without_a_pre_hook(mode):
     class TakesNone(nn.Module):

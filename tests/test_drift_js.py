@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 def run_js(expr: str) -> object:
     """Evaluate ``expr`` (which may use ``S``, the helpers) in node; returns its JSON value."""
     code = f"{_js_source()}\nvar S = vdDriftMount.stats;\nconsole.log(JSON.stringify({expr}));"
-    out = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([NODE], input=code, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 
 
@@ -84,20 +84,31 @@ var document = { createElement: function (t) { return new El(t); }, createElemen
 
 
 def test_the_joined_scripts_mount_and_redraw_on_a_slider() -> None:
+    """The app in a stub DOM, its charts recorded: it hands each chart a spec (the uPlot
+    chart that draws it is driven in a real browser, tests/browser/test_drift_browser.py)."""
     rng = np.random.default_rng(2)
     n = 2000
     view = compare_distributions({"x": rng.normal(size=n), "c": rng.choice(list("ab"), n)},
                                  {"x": rng.normal(1, 1, n), "c": rng.choice(list("abc"), n), "t": np.arange(n)},
                                  time="t", time_buckets=4)
-    code = (f"{DOM_STUB}\n{_js_source()}\nvar el = new El('div');\n"
+    code = (f"{DOM_STUB}\n{_js_source()}\n"
+            "vdLineChart = function (div) { return { draw: function (spec) { div.spec = spec; } }; };\n"
+            "var el = new El('div');\n"
             f"vdDriftMount(el, {json.dumps(view.data())}, null);\n"
-            "var before = all(el, 'rect').length, win = all(el, 'input').filter(function (i) { return i.attrs['data-control'] === 'win1'; })[0];\n"
+            "var divs = all(el, 'div'), plot = divs.filter(function (d) { return d.attrs['class'] === 'vd-plot'; })[0];\n"
+            "var strip = divs.filter(function (d) { return d.attrs['class'] === 'vd-timeline'; })[0];\n"
+            "var before = plot.spec.data.map(function (t) { return t.y.length; }), win = all(el, 'input').filter(function (i) { return i.attrs['data-control'] === 'win1'; })[0];\n"
+            "var heights = JSON.stringify(plot.spec.data[1].y);\n"
             "win.value = 0; win.listeners.input();\n"
-            "console.log(JSON.stringify({selected: el.attrs['data-selected'], rects: before, "
-            "summary: all(el, 'div').filter(function (d) { return d.attrs['class'] === 'vd-summary'; })[0].textContent, paths: all(el, 'path').length}));")
-    out = json.loads(subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True).stdout)
+            "console.log(JSON.stringify({selected: el.attrs['data-selected'], bars: before, "
+            "changed: heights !== JSON.stringify(plot.spec.data[1].y), window: strip.spec.layout.shapes[0].x1, "
+            "edges: " + json.dumps(view.data()["time"]["edges"]) + ", strip: strip.spec.data[0].y.length, "
+            "summary: divs.filter(function (d) { return d.attrs['class'] === 'vd-summary'; })[0].textContent}));")
+    out = json.loads(subprocess.run([NODE], input=code, capture_output=True, text=True, timeout=60, check=True).stdout)
     assert out["selected"] == view.results[0].feature == "x"
-    assert out["rects"] > 60 and out["paths"] >= 1  # 30 bins x 2 sides, the timeline's line
+    assert out["bars"] == [30, 30]  # 30 bins, reference and current
+    assert out["changed"] and out["strip"] == 4  # the window's counts; an effect per bucket
+    assert out["window"] == out["edges"][1]  # the strip's window: the first bucket only
     assert "window" in out["summary"] and "features drifted" in out["summary"]
 
 
@@ -139,7 +150,7 @@ def test_tiny_p_values_read_as_a_bound_not_zero() -> None:
     from vizdebug.views.drift import _js_source
 
     code = f"{_js_source()}\nconsole.log(JSON.stringify([0, 3e-45, 0.0123].map(vdDriftPlots.fmtP)));"
-    out = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run([NODE], input=code, capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == ["< 1e-300", "3.00e-45", "0.0123"]
     rng = np.random.default_rng(4)
     view = compare_distributions({"x": rng.normal(size=50_000)}, {"x": rng.normal(3, 1, 50_000)})

@@ -29,3 +29,20 @@ def test_xor_labels_among_noise_columns_are_not_called_shuffled() -> None:
     shuffled = np.random.default_rng(1).permutation(y)
     found = vd.check_dataset(TensorDataset(torch.from_numpy(x), torch.from_numpy(shuffled)))
     assert "labels-shuffled" in found.codes
+
+
+def test_findings_text_follows_the_notebook_theme() -> None:
+    """Before: hints in a fixed #444 and places in #555, unreadable on JupyterLab's dark
+    background (#111); now JupyterLab's own text colours, the light ones as fallback."""
+    import re
+
+    from vizdebug.findings import Finding, Findings
+
+    found = Findings([Finding("unstable-loss", "warning", "the loss jumped 9x", where="loss",
+                              evidence={"series": {"stat": "loss", "values": [1, 9, 2]}},
+                              hint="lower the learning rate")])
+    found.profile = ["1 model, 1 optimizer"]
+    page = found._repr_html_()
+    assert "color:var(--jp-ui-font-color1,#444)" in page  # the hint and the profile
+    assert "color:var(--jp-ui-font-color2,#555)" in page  # where, evidence
+    assert not re.search(r"color:#[0-9a-f]{3,6}[;\"]", page.replace("color:#fff", ""))

@@ -16,6 +16,13 @@ from typing import Any, TypeVar
 F = TypeVar("F")  # a Finding: read here by its key, cause and severity only
 SEVERITIES: tuple[str, ...] = ("info", "warning", "error")  # least severe first
 COLOURS = {"error": "#c62828", "warning": "#b26a00", "info": "#1565c0"}
+# Text colours from the notebook's theme (JupyterLab's variables), with the light theme's
+# as fallback where none is defined (GitHub, nbconvert): a fixed dark grey is unreadable
+# on a dark theme's background.
+TEXT = "var(--jp-ui-font-color1,#444)"     # hints, the profile
+SOFT = "var(--jp-ui-font-color2,#555)"     # where, evidence, reasons
+OK = "var(--jp-success-color1,#2e7d32)"
+LINE = "var(--jp-brand-color1,#1565c0)"    # a sparkline
 THUMBNAILS = 8  # flagged images a finding carries as thumbnails at most
 SERIES_POINTS = 64  # a sparkline's points at most (evidence stays small in stored runs)
 
@@ -132,7 +139,7 @@ def folded_html(rows: Sequence[str], codes: Sequence[str], reasons: Sequence[str
     opened, why they follow from it and their rows (already rendered and escaped)."""
     if not rows:
         return ""
-    why = "".join(f'<div class="vd-because" style="color:#555">because {html.escape(r)}</div>'
+    why = "".join(f'<div class="vd-because" style="color:{SOFT}">because {html.escape(r)}</div>'
                   for r in dict.fromkeys(r for r in reasons if r))
     plural = "s" if len(rows) != 1 else ""
     return ('<details class="vd-consequences" style="margin-left:1.2em;font-size:12px">'
@@ -147,7 +154,7 @@ def profile_html(lines: Sequence[str]) -> str:
         return ""
     items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
     return ('<details class="vd-profile" style="font-family:sans-serif;font-size:12px;'
-            'color:#444;margin:0.3em 0"><summary>What vizdebug understood about this run'
+            f'color:{TEXT};margin:0.3em 0"><summary>What vizdebug understood about this run'
             f'</summary><ul style="margin:0.2em 0 0 1em;padding:0">{items}</ul></details>')
 
 
@@ -167,7 +174,7 @@ def sparkline(series: Any, width: int = 120, height: int = 22) -> str:
     stat = html.escape(str(series.get("stat", "")))
     return (f' <span class="vd-sparkline" title="{stat}: {fmt_number(lo)} to {fmt_number(hi)}">'
             f'<svg width="{width}" height="{height}" style="vertical-align:middle">'
-            f'<polyline points="{points}" fill="none" stroke="#1565c0" stroke-width="1.3"/>'
+            f'<polyline points="{points}" fill="none" style="stroke:{LINE}" stroke-width="1.3"/>'
             f'</svg> {stat} {fmt_number(ys[0])} &#8594; {fmt_number(ys[-1])}</span>')
 
 
@@ -191,7 +198,7 @@ def list_html(findings: Iterable[Any], empty: str,
     profile = profile_html(getattr(findings, "profile", ()))
     findings = list(findings)
     if not findings:
-        return (f'<div class="vd-findings vd-empty" style="color:#2e7d32">&#10003; '
+        return (f'<div class="vd-findings vd-empty" style="color:{OK}">&#10003; '
                 f'{html.escape(empty)}</div>{profile}')
     rows = []
     said: dict[str, str] = {}  # a hint already shown -> whose it was (said once, not per row)
@@ -207,13 +214,13 @@ def _row(f: Any, said: dict[str, str], target: Callable[[Any], dict[str, Any] | 
          folded: str = "") -> str:
     """One finding's ``<li>`` (a consequence's carries ``data-cause``)."""
     colour = COLOURS[f.severity]
-    where = f' <span style="color:#555">at {html.escape(f.where)}</span>' if f.where else ""
+    where = f' <span style="color:{SOFT}">at {html.escape(f.where)}</span>' if f.where else ""
     hint = html.escape(f.hint) if f.hint else ""
     if f.hint in said:
         hint = f"the same as for {html.escape(said[f.hint])} above"
     elif f.hint:
         said[f.hint] = f.where or f.code
-    hint = f'<div style="color:#444;margin-left:1.2em">&#8594; {hint}</div>' if hint else ""
+    hint = f'<div class="vd-hint" style="color:{TEXT};margin-left:1.2em">&#8594; {hint}</div>' if hint else ""
     cause = f' data-cause="{html.escape(f.cause)}"' if f.cause else ""
     return (f'<li class="vd-finding vd-{f.severity}" data-code="{html.escape(f.code)}"{cause} '
             f'style="margin:0.25em 0;list-style:none">'
@@ -250,5 +257,5 @@ def _evidence_html(f: Any, target: dict[str, Any] | None) -> str:
                  f' data-indices="{",".join(str(i) for i in target["indices"][:256])}"')
         parts.append(f'<span class="vd-evidence-target" {attrs}>{_LENS} '
                      f'{html.escape(label)}</span>')
-    return ('<div class="vd-evidence" style="color:#555;margin-left:1.2em;font-size:12px">'
+    return (f'<div class="vd-evidence" style="color:{SOFT};margin-left:1.2em;font-size:12px">'
             + " ".join(parts) + series + thumbs + "</div>")

@@ -54,6 +54,11 @@ GROUPS = {
                                    ".jp-Notebook .vd-batch-widget .vd-nav *",
     "drift drifted rows": ".jp-Notebook .vd-drift tr.vd-drifted td, "
                           ".jp-Notebook .vd-drift tr[style*='fff3e0'] td",
+    # the overlay's chart is a white sheet (its ticks on uPlot's canvas): its legend's text
+    # and the explorer's words around it
+    "drift chart legend and notes": ".jp-Notebook .vd-drift .vd-legend-text, "
+                                    ".jp-Notebook .vd-drift .vd-plot-title, "
+                                    ".jp-Notebook .vd-drift .vd-whatif",
     "embeddings side panel and legend": ".jp-Notebook .vd-emb .vd-emb-side *, "
                                         ".jp-Notebook .vd-emb .vd-emb-legend *, "
                                         ".jp-Notebook .vd-emb .vd-emb-bar *",
@@ -115,6 +120,8 @@ def test_dark_theme_text_is_readable_and_next_sends_one_page(lab):
     for theme in ("JupyterLab Light", "JupyterLab Dark"):
         _theme(lab, page, theme)
         results[theme] = page.evaluate(CONTRAST_JS, GROUPS)
+        lab.screenshot(page, f"drift_{theme.split()[-1].lower()}.png",
+                       page.locator(".jp-Notebook .vd-drift >> visible=true").first)
     lab.screenshot(page, "dark_theme_views.png")
     print("CONTRAST", json.dumps(results))
     for theme, groups in results.items():

@@ -36,13 +36,24 @@ def _errors(state):
     return [o for c in state["cells"] for o in c["outputs"] if o["type"] == "error"]
 
 
-def _bars(widget):
-    return widget.locator("svg.vd-plot .vd-bars rect")
+def _bars(widget) -> list[int]:
+    """How many bars each of the overlay's series has, as the uPlot chart holds them (its
+    own data: x and a column per series)."""
+    return widget.locator(".vd-plot").evaluate(
+        "el => el.uplot.series.slice(1).map((s, i) => el.uplot.data[i + 1].length)")
 
 
 def _heights(widget):
-    return widget.evaluate(
-        "el => Array.from(el.querySelectorAll('svg.vd-plot .vd-bars rect')).map(r => r.getAttribute('height')).join(',')")
+    return widget.locator(".vd-plot").evaluate("el => JSON.stringify(el.uplot.data.slice(1))")
+
+
+def _hover(page, widget) -> str:
+    """The tip under the pointer in the middle of the overlay's plot."""
+    box = widget.locator(".vd-plot .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.6)
+    tip = widget.locator(".vd-plot .vd-tip")
+    tip.wait_for(state="visible", timeout=5000)
+    return tip.inner_text()
 
 
 def _slide(widget, control: str, value: float) -> None:
@@ -71,11 +82,20 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     assert _still_running(lab, page)
     rows = widget.locator(".vd-drift-table tr")
     assert rows.count() == 4  # header + 3 features
-    assert _bars(widget).count() == 2 * 30
+    assert _bars(widget) == [30, 30]
+    assert widget.locator(".vd-plot canvas").count() == 1  # drawn by uPlot
+    assert "reference" in _hover(page, widget) and "%" in _hover(page, widget)
+    legend = widget.locator(".vd-plot .vd-legend-item")
+    assert legend.count() == 2
+    legend.nth(1).click()  # the legend hides "current" ...
+    assert widget.locator(".vd-plot").evaluate("el => el.uplot.series[2].show") is False
+    legend.nth(1).click()  # ... and shows it again
     lab.screenshot(page, "drift_widget_initial.png", widget)
 
+    widget.locator(".vd-plot").evaluate("el => { window.__vdChart = el.uplot; }")
     _slide(widget, "bins", 11)  # the 12th choice: 60 bins
-    assert _bars(widget).count() == 2 * 60
+    assert _bars(widget) == [60, 60]
+    assert widget.locator(".vd-plot").evaluate("el => el.uplot === window.__vdChart")  # setData, no new chart
     before = _heights(widget)
     _slide(widget, "win0", 18)  # only the last quarter of the current data
     assert _heights(widget) != before
@@ -85,7 +105,7 @@ def test_sliders_redraw_client_side_while_the_kernel_is_busy(lab, lab_root):
     assert "α = 1.00e-4" in widget.locator(".vd-summary").inner_text()
     _slide(widget, "alpha", 5)  # back to 0.05
     _slide(widget, "shift", 0.6)
-    assert widget.locator("svg.vd-plot [data-series='what-if']").count() == 1
+    assert widget.locator(".vd-plot").evaluate("el => el.data.filter(t => t.name === 'what-if').length") == 1
     assert "WOULD be flagged" in widget.locator(".vd-whatif").inner_text()
     redraw_ms = float(page.locator(".jp-Notebook .vd-drift >> visible=true").first.evaluate(
         "el => el.parentElement.getAttribute('data-redraw-ms') || el.closest('[data-redraw-ms]').getAttribute('data-redraw-ms')"))
@@ -119,7 +139,7 @@ def test_notebook_03_renders_in_lab(lab):
     # the windows, the two sample sizes and the streamed comparison are read as data
     # (`.drifted`, `.table`), so they show nothing
     assert views.count() == 3
-    assert views.nth(0).locator("svg.vd-timeline path").count() >= 1
+    assert views.nth(0).locator(".vd-timeline").evaluate("el => el.uplot.data[1].length") >= 1
     assert views.nth(0).locator(".vd-drift-table tr").count() == 9
     assert page.locator(".jp-Notebook .js-plotly-plot").count() == 0  # no plotly.js pulled in
     lab.screenshot(page, "03_drift.png")

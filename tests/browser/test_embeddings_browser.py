@@ -160,6 +160,10 @@ def test_timeline_slider_hover_and_box_select_while_busy(lab):
     assert abs(after[0] - before[0]) + abs(after[1] - before[1]) > 3  # the point moved
     assert "(1 of 3)" in view.locator(".vd-emb-frame").inner_text()
     assert view.locator(".vd-emb-curve .vd-emb-now").count() == 1
+    curve = view.locator(".vd-emb-curve-plot")  # the uPlot chart, its marker on frame 1
+    assert curve.locator("canvas").count() == 1
+    assert curve.evaluate("el => [el.layout.shapes[0].x0, el.uplot.data.length]") == [0, 3]
+    assert view.locator(".vd-emb-now").inner_text().startswith("step 0:")
 
     x, y = after
     page.mouse.move(x - 30, y - 30)

@@ -98,7 +98,8 @@ DRAWN_JS = """(live) => {
     embeddings: live ? plots.length : all('.vd-emb-static').filter((e) => e.offsetParent !== null).length,
     unloaded: pictures.filter((i) => !(i.complete && i.naturalWidth > 0)).length,
     pictures: pictures.length,
-    drift: all('.vd-drift-app').map((d) => all('svg.vd-plot .vd-bars rect', d).length),
+    drift: all('.vd-drift-app').map((d) => all('.vd-plot', d)  // the overlay's bars, as uPlot holds them
+      .reduce((n, p) => n + (p.uplot ? p.uplot.data.slice(1).reduce((k, c) => k + c.length, 0) : 0), 0)),
     grids: all(live ? '.vd-batch-widget' : '.vd-batch-static').filter((g) => g.offsetParent !== null).length,
     overflow: Math.max(0, ...captions),
     topLossCaptions: all('figcaption .vd-label').filter((c) => c.offsetParent !== null &&

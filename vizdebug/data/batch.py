@@ -83,7 +83,7 @@ def make_batch(x: Any, y: Any = None, *, layout: str = "auto", what: str = "batc
         out = _list_batch(list(x), layout, what)
     else:
         n = items if items is not None else None if is_scalar(y) else item_count(y)
-        out = _array_batch(x, layout, what, n)
+        out = _array_batch(x, layout, what, n, n is not None and getattr(y, "ndim", 1) == 1)
     out.labels = normalise_labels(y, len(out), what)
     if out.labels is None and out.kind == "image":
         spatial = out.images.shape[2:] if out.images is not None else None
@@ -113,11 +113,17 @@ def _table_batch(x: Any, what: str) -> Batch:
     return Batch(kind="table", table=frame, layout="table", was_tensor=is_tensor(x))
 
 
-def _array_batch(x: Any, layout: str, what: str, items: int | None) -> Batch:
+def _array_batch(x: Any, layout: str, what: str, items: int | None,
+                 labelled: bool = False) -> Batch:
+    """``labelled``: a 1-D target gave ``items``. A 2-D bool or uint8 array is one picture
+    (a mask, a grey image) unless such a target has one label per row: then rows of
+    binary or byte features."""
     arr = to_numpy(x, what)
     if arr.size == 0:
         raise VizdebugError(f"{what} is empty ({describe(x)}): there is nothing to show")
-    if layout == "auto" and arr.ndim <= 2 and not (arr.ndim == 2 and arr.dtype.kind in "bu"):
+    picture = arr.ndim == 2 and arr.dtype.kind in "bu" and not (
+        labelled and items == arr.shape[0] and items > 1)
+    if layout == "auto" and arr.ndim <= 2 and not picture:
         return _table_batch(arr, what)
     guess = infer_layout(arr.shape, items) if layout == "auto" else None
     if guess is not None and guess.layout == "NHW" and is_sequence_batch(arr):

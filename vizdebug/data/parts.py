@@ -16,7 +16,8 @@ import numpy as np
 from ..errors import VizdebugError, VizdebugTypeError, describe
 from .arrays import is_arraylike, is_nested, is_pil
 
-IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data")
+IMAGE_KEYS = ("image", "images", "img", "imgs", "pixel_values", "x", "input", "inputs", "data",
+              "input_ids", "input_values")  # (the last two: Hugging Face text and audio)
 LABEL_KEYS = ("label", "labels", "target", "targets", "y", "class", "classes", "mask", "masks")
 
 

@@ -144,3 +144,31 @@ def _whole_numbers(arr: np.ndarray) -> bool:
     with np.errstate(all="ignore"):
         whole = bool(np.all(arr == np.round(arr))) and np.abs(arr).max() < 2**31
     return whole and len(np.unique(arr[:, ::4, ::4])) <= MAX_MASK_CLASSES
+
+
+def names_as_codes(y_train: Any, y_test: Any) -> tuple[Any, Any]:
+    """Class names (strings in a list, an array, a pandas Series or Categorical) as
+    integer codes shared by both splits of ``check_split`` (one name, one code); other
+    targets as given.
+
+    >>> names_as_codes(np.array(["pos", "neg"]), ["neg", "neg"])
+    (array([1, 0]), array([0, 0]))
+    """
+    names = [_class_names(y) for y in (y_train, y_test)]
+    if names == [None, None]:
+        return y_train, y_test
+    known = sorted({v for n in names if n is not None for v in n})
+    lookup = {v: i for i, v in enumerate(known)}
+    return tuple(y if n is None else np.array([lookup[v] for v in n], dtype=np.int64)
+                 for y, n in zip((y_train, y_test), names))  # type: ignore[return-value]
+
+
+def _class_names(y: Any) -> list[str] | None:
+    values = y.to_numpy() if hasattr(y, "to_numpy") and not hasattr(y, "columns") else y
+    if type(values).__module__.startswith("pandas"):
+        values = np.asarray(values, dtype=object)  # a Categorical
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "USO":
+        values = values.tolist()
+    if isinstance(values, (list, tuple)) and values and all(isinstance(v, str) for v in values):
+        return [str(v) for v in values]
+    return None

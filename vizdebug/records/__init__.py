@@ -24,7 +24,13 @@ from .delta import (
 )
 from .events import AnomalyEvent
 from .loader import LOADER_ARRAYS, LoaderRecord
-from .program import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts
+from .program import (
+    MAX_FACT_PATHS,
+    MAX_LOSS_FUNCTIONS,
+    MAX_OPTIMIZERS,
+    OptimizerFacts,
+    ProgramFacts,
+)
 from .series import Series, extreme_indices
 from .source import ArraySource, TrainingSource
 from .training import (
@@ -38,7 +44,7 @@ from .training import (
 
 __all__ = [
     "ACTIVATION_FIELDS", "ACTIVATION_STATS", "BATCH_FIELDS", "EVAL_PREFIXES", "GRAD_FIELDS",
-    "MAX_EMBEDDING_DIM", "MAX_FACT_PATHS", "MAX_OPTIMIZERS", "MAX_PROBE", "MAX_THUMB_SIDE",
+    "MAX_EMBEDDING_DIM", "MAX_FACT_PATHS", "MAX_LOSS_FUNCTIONS", "MAX_OPTIMIZERS", "MAX_PROBE", "MAX_THUMB_SIDE",
     "AnomalyEvent", "ArraySource", "EmbeddingFrame", "EmbeddingProbe", "LOADER_ARRAYS", "LoaderRecord", "OptimizerFacts", "ProgramFacts",
     "RunDelta", "ScalarChunk", "Series", "TrainingRecords", "TrainingSource", "extreme_indices",
     "records_from_delta", "scalar_series",

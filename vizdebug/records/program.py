@@ -11,6 +11,7 @@ from typing import Any
 
 #: Bounds of the program facts, for the collector and the store's reader alike.
 MAX_OPTIMIZERS = 16
+MAX_LOSS_FUNCTIONS = 16  # the names of the torch loss functions a run saw
 MAX_FACT_PATHS = 256
 MAX_AXIS_FACTS = 32  # what sequence modules and the first convolution received
 
@@ -167,7 +168,7 @@ class ProgramFacts:
                           for lo, hi in d.get("input_ranges", [])[:MAX_FACT_PATHS]],
             frozen_norm_drift={str(k)[:500]: float(v) for k, v in
                                list(d.get("frozen_norm_drift", {}).items())[:MAX_FACT_PATHS]},
-            loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:16]],
+            loss_functions=[str(f)[:100] for f in d.get("loss_functions", [])[:MAX_LOSS_FUNCTIONS]],
             soft_targets=bool(d.get("soft_targets", False)),
         )
 

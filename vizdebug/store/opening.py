@@ -4,14 +4,18 @@ and open it as a :class:`~vizdebug.store.run.Run`."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from ..errors import VizdebugError, VizdebugTypeError, describe
+from .claim import LockProbe
 from .guard import UnsafeRun
 from .job import Job
 from .registry import write_up_to_now
 from .run import Run
 from .schema import NOT_A_RUN, is_run_file, run_file_problem
+
+CREATING_PATIENCE = 5.0  # seconds to wait for a starting writer's tables (ms unloaded)
 
 
 def _resolve(path: object) -> Path:
@@ -30,11 +34,36 @@ def _resolve(path: object) -> Path:
         raise VizdebugError(f"no run file at {str(p)!r}; pass the path given to "
                             "vd.watch(model, store=...)")
     problem = run_file_problem(p)
+    if problem == NOT_A_RUN and _being_created(p):
+        problem = _created(p)
     if problem == NOT_A_RUN:
         raise VizdebugError(f"{str(p)!r} is {NOT_A_RUN}")
     if problem is not None:  # a file holding a view, a trigger...: the guard's words
         raise UnsafeRun(problem)
     return p
+
+
+def _being_created(path: Path) -> bool:
+    """True while a writer holds the file's lock (``store/claim.py``) before its tables
+    and settings are in: ``vd.watch(..., store=path)`` claims the empty file first."""
+    probe = LockProbe(path)
+    try:
+        return probe.writer_alive() is True
+    finally:
+        probe.close()
+
+
+def _created(path: Path) -> str | None:
+    """Wait (at most :data:`CREATING_PATIENCE` s) for a starting writer to create its
+    tables, so a second process that opens a job as it starts reads an empty run."""
+    deadline = time.monotonic() + CREATING_PATIENCE
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        problem = run_file_problem(path)
+        if problem != NOT_A_RUN or not _being_created(path):
+            return problem
+    return (f"a run whose writer (vd.watch) has held it for {CREATING_PATIENCE:.0f} s "
+            "without creating its tables; open it again in a moment")
 
 
 def open_run(path: str | os.PathLike) -> Run:

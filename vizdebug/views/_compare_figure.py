@@ -14,10 +14,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from ..analysis.runs import Band
 from ..records.runs import Curve, RunEntry
+from .chart_spec import clean
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
@@ -27,10 +26,6 @@ MAX_CONFIG_COLUMNS = 8
 def colour(i: int) -> str:
     """The ``i``-th colour of the palette (cycling)."""
     return PALETTE[i % len(PALETTE)]
-
-
-def _clean(values: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in values.tolist()]
 
 
 def envelope_xy(curve: Curve) -> tuple[list[int], list[float | None]]:
@@ -84,7 +79,7 @@ def band_traces(bands: Sequence[Band]) -> list[dict[str, Any]]:
     traces = []
     for i, b in enumerate(bands):
         steps = b.step.tolist()
-        low, high = _clean(b.low), _clean(b.high)
+        low, high = clean(b.low), clean(b.high)
         outline_x = steps + steps[::-1]
         outline_y = high + low[::-1]
         name = f"{b.label} ({len(b.runs)} runs)"
@@ -92,7 +87,7 @@ def band_traces(bands: Sequence[Band]) -> list[dict[str, Any]]:
                        "y": outline_y, "name": name, "showlegend": False, "hoverinfo": "skip",
                        "line": {"color": colour(i), "width": 0}, "opacity": 0.18})
         traces.append({"type": "scatter", "mode": "lines", "x": steps, "name": name,
-                       "y": _clean(b.mean), "line": {"color": colour(i), "width": 2}})
+                       "y": clean(b.mean), "line": {"color": colour(i), "width": 2}})
     return traces
 
 
@@ -101,9 +96,9 @@ def figure(entries: Sequence[RunEntry], metric: str, *, bands: Sequence[Band] = 
            height: int = 380) -> dict[str, Any]:
     """The comparison chart of ``metric``: bands when grouped, else a line per run."""
     colours = colours or {e.name: colour(i) for i, e in enumerate(entries)}
-    raw = [v for e in entries if metric in e.curves for v in _clean(e.curves[metric].high)]
+    raw = [v for e in entries if metric in e.curves for v in clean(e.curves[metric].high)]
     log = _log_wanted(metric, raw + [v for e in entries if metric in e.curves
-                                     for v in _clean(e.curves[metric].low)])
+                                     for v in clean(e.curves[metric].low)])
     traces = band_traces(bands) if bands else []
     shown = [e for e in entries if e.name == baseline] if bands else list(entries)
     traces += run_traces(shown, metric, colours, baseline)

@@ -27,6 +27,7 @@ import numpy as np
 from ..analysis.curves import ema_smooth
 from ..analysis.training.curves import is_lr_name
 from ..records import TrainingRecords
+from .chart_spec import clean
 
 MAX_POINTS = 800
 MAX_EPOCH_MARKS = 12
@@ -37,11 +38,6 @@ _HIDDEN = ("epoch",)
 BAD = "#c62828"
 #: The y range of the main axis: the data sits in [0, 0.9], the non-finite band above.
 _BAND = (0.93, 1.0)
-
-
-def clean(values: Any) -> list[float | None]:
-    """JSON-safe numbers: NaN and inf become ``None`` (a gap in the line)."""
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=float)]
 
 
 def label(text: str) -> str:

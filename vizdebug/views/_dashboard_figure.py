@@ -18,7 +18,6 @@ from ..analysis.training.saturation import shown_saturation
 from ..records import TrainingRecords
 from ._dashboard_curves import (
     MAX_POINTS,
-    clean,
     curve_traces,
     curves_layout,
     epoch_marks,
@@ -30,6 +29,7 @@ from ._dashboard_curves import (
     stable_width,
 )
 from ._figure_svg import CAPTION_BELOW
+from .chart_spec import clean
 
 __all__ = ["MAX_COLUMNS", "MAX_POINTS", "PANELS", "dashboard_panels", "epoch_marks",
            "twin_figure"]

@@ -32,7 +32,8 @@ import numpy as np
 from ..records import TrainingSource
 from ..store.envelope import Window, points_window
 from ..store.windows import check_query
-from ._dashboard_curves import clean, label
+from ._dashboard_curves import label
+from .chart_spec import clean
 
 ZOOM_PANELS = ("curves",)
 DEFAULT_POINTS = 1000

@@ -1,10 +1,11 @@
-"""A plotly figure dict drawn as one light SVG, for static twins (no plotly.js needed).
+"""A chart spec (:mod:`.chart_spec`) drawn as one light SVG, for static twins.
 
-What the live view draws with plotly.js, a static page (nbconvert, GitHub, a report
-read offline) shows as a picture of the same data: line and marker traces, heatmaps,
-horizontal bars, axes with a few round ticks, panel titles and notes (plotly's
-pseudo-HTML reduced to text), dashed marks and a legend. Some tens of kilobytes instead
-of the ~5 MB of plotly.js. Everything drawn from user data is escaped.
+What the live view draws with uPlot, a static page (nbconvert, GitHub, a report read
+offline) shows as a picture of the same spec: line and marker traces, heatmaps, bars
+(horizontal per category; vertical per bin or category, overlaid or grouped), axes with a
+few round ticks or named ones, panel titles and notes (plotly's pseudo-HTML reduced to
+text), marks, levels and windows (:mod:`._figure_marks`) and a legend. Some tens of
+kilobytes instead of a chart library. Everything drawn from user data is escaped.
 """
 
 from __future__ import annotations
@@ -16,25 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from ._figure_marks import annotations, axis_key, legend, shapes, text_of
 from ._ticks import format_tick, log_ticks, nice_ticks, tick_labels
 
 WIDTH = 1000
 #: How far under the plot a heatmap's colour key sits when the x axis has a title (the
 #: title's line is at 25 px): a figure needs a bottom margin of a little more than this.
 CAPTION_BELOW = 39
-_TAG = re.compile(r"<[^>]*>")
 _VIRIDIS = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89", "#35b779",
             "#6ece58", "#b5de2b", "#fde725")
-
-
-def text_of(markup: Any) -> str:
-    """Plotly pseudo-HTML as escaped SVG text: tags dropped, entities read, re-escaped."""
-    plain = html.unescape(_TAG.sub(" ", str(markup).replace("<br>", " · ")))
-    return html.escape(" ".join(plain.split()))
-
-
-def _axis_key(ref: str, letter: str) -> str:
-    return f"{letter}axis{ref[1:]}"  # "x" -> "xaxis", "y6" -> "yaxis6"
 
 
 def _numbers(values: Any) -> np.ndarray:
@@ -95,7 +86,7 @@ def _layout_axes(layout: dict[str, Any], width: float, height: float,
     for key, spec in layout.items():
         if not re.fullmatch(r"[xy]axis\d*", key) or not isinstance(spec, dict):
             continue
-        base = layout.get(_axis_key(spec["overlaying"], spec["overlaying"][0]), {}) \
+        base = layout.get(axis_key(spec["overlaying"], spec["overlaying"][0]), {}) \
             if spec.get("overlaying") else spec
         d0, d1 = base.get("domain", [0, 1])
         if key[0] == "x":
@@ -106,8 +97,8 @@ def _layout_axes(layout: dict[str, Any], width: float, height: float,
 
 
 def _axes_of(trace: dict[str, Any], axes: dict[str, _Axis]) -> tuple[_Axis, _Axis] | None:
-    xa = axes.get(_axis_key(trace.get("xaxis", "x"), "x"))
-    ya = axes.get(_axis_key(trace.get("yaxis", "y"), "y"))
+    xa = axes.get(axis_key(trace.get("xaxis", "x"), "x"))
+    ya = axes.get(axis_key(trace.get("yaxis", "y"), "y"))
     return (xa, ya) if xa is not None and ya is not None else None
 
 
@@ -203,9 +194,41 @@ def _bars(traces: list[dict[str, Any]], xa: _Axis, ya: _Axis) -> str:
     return "".join(out)
 
 
+def _columns(traces: list[dict[str, Any]], xa: _Axis, ya: _Axis, overlay: bool = False) -> str:
+    """Vertical bars, ``width`` wide (x units), side by side in each slot or overlaid; a
+    bar's ``text`` is its hover title."""
+    n = 1 if overlay else len(traces)
+    out = []
+    for k, trace in enumerate(traces):
+        colour = html.escape(str((trace.get("marker") or {}).get("color", "#888")))
+        xs, texts = trace.get("x") or [], trace.get("text") or []
+        width = float(trace.get("width") or (0.8 * _spacing(xs)))
+        for i, (x, v) in enumerate(zip(xs, trace.get("y") or [])):
+            if x is None or v is None or not math.isfinite(v):
+                continue
+            x0 = xa.pos(x - width / 2 + k * width / n)
+            top, base = ya.pos(max(v, 0)), ya.pos(0)
+            title = f"<title>{text_of(texts[i])}</title>" if i < len(texts) and texts[i] else ""
+            out.append(f'<rect x="{x0:.1f}" y="{top:.1f}" height="{max(base - top, 0):.1f}" '
+                       f'width="{max(xa.pos(x + width / 2) - xa.pos(x - width / 2), 0) / n:.1f}"'
+                       f' fill="{colour}" opacity="{float(trace.get("opacity", 1.0))}">'
+                       f"{title}</rect>")
+    return "".join(out)
+
+
+def _spacing(xs: list[Any]) -> float:
+    gaps = np.diff([float(x) for x in xs if x is not None]) if len(xs) > 1 else np.ones(1)
+    return float(np.min(np.abs(gaps))) if gaps.size and np.min(np.abs(gaps)) > 0 else 1.0
+
+
 def _axis_ticks(axis: _Axis, n: int, fmt: str) -> list[tuple[float, str]]:
     """``(value, label)`` of about ``n`` round ticks (the live chart's: :mod:`._ticks`);
     decades, and 2 and 5 times them over a short range, on a log axis."""
+    given = axis.spec.get("tickvals")
+    if given:  # named ticks (dates, categories by index): those within the range
+        names = axis.spec.get("ticktext") or tick_labels(given, fmt)
+        return [(v, str(s)) for v, s in zip(given, names)
+                if v is not None and axis.lo <= v <= axis.hi]
     values = ([10.0 ** e for e in log_ticks(axis.lo, axis.hi)] if axis.log
               else nice_ticks(axis.lo, axis.hi, n))
     return list(zip(values, tick_labels(values, fmt)))
@@ -228,7 +251,7 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
             n = max(2, min(7, int(abs(axis.end - axis.start) // 80)))
             for t, label in _axis_ticks(axis, n, fmt):
                 out.append(f'<text x="{axis.pos(t):.1f}" y="{y + 12:.1f}" font-size="10" '
-                           f'text-anchor="middle" fill="#444">{label}</text>')
+                           f'text-anchor="middle" fill="#444">{text_of(label)[:18]}</text>')
         if title:
             out.append(f'<text x="{(axis.start + axis.end) / 2:.1f}" y="{y + 25:.1f}" '
                        f'font-size="11" text-anchor="middle" fill="#444">{title}</text>')
@@ -251,59 +274,6 @@ def _axis_lines(key: str, axis: _Axis, other: _Axis | None) -> str:
     return "".join(out)
 
 
-def _annotations(layout: dict[str, Any], width: float, height: float,
-                 margin: dict[str, float]) -> str:
-    left, right = margin.get("l", 60), width - margin.get("r", 60)
-    top, bottom = margin.get("t", 30), height - margin.get("b", 40)
-    out = []
-    for note in layout.get("annotations") or []:
-        if note.get("xref") != "paper" or note.get("yref") != "paper":
-            continue
-        x = left + float(note.get("x", 0)) * (right - left)
-        y = bottom - float(note.get("y", 0)) * (bottom - top)
-        anchor = {"left": "start", "right": "end"}.get(note.get("xanchor"), "middle")
-        raw = str(note.get("text", ""))
-        bold = ' font-weight="600"' if raw.startswith("<b>") else ""
-        font = note.get("font") or {}
-        colour = html.escape(str(font.get("color", "#222")))
-        out.append(f'<text x="{x:.1f}" y="{y - 4:.1f}" font-size="{font.get("size", 12)}" '
-                   f'text-anchor="{anchor}" fill="{colour}"{bold}>{text_of(raw)}</text>')
-    return "".join(out)
-
-
-def _shapes(layout: dict[str, Any], axes: dict[str, _Axis], height: float,
-            margin: dict[str, float]) -> str:
-    top, bottom = margin.get("t", 30), height - margin.get("b", 40)
-    out = []
-    for shape in (layout.get("shapes") or [])[:200]:
-        xa = axes.get(_axis_key(shape.get("xref", "x"), "x"))
-        if shape.get("type") != "line" or xa is None or shape.get("yref") != "paper":
-            continue
-        x = xa.pos(shape.get("x0", 0))
-        y0 = bottom - float(shape.get("y0", 0)) * (bottom - top)
-        y1 = bottom - float(shape.get("y1", 1)) * (bottom - top)
-        out.append(f'<line x1="{x:.1f}" y1="{y0:.1f}" x2="{x:.1f}" y2="{y1:.1f}" '
-                   'stroke="#ccc" stroke-dasharray="4,3"/>')
-    return "".join(out)
-
-
-def _legend(traces: list[dict[str, Any]], x: float, y: float) -> str:
-    out, seen = [], set()
-    for trace in traces:
-        name = trace.get("name")
-        if not name or trace.get("showlegend") is False or trace.get("type") == "heatmap" \
-                or name in seen or len(seen) >= 24:
-            continue
-        seen.add(name)
-        style = trace.get("line") or trace.get("marker") or {}
-        colour = html.escape(str(style.get("color", "#888")))
-        out.append(f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="14" height="4" fill="{colour}"/>'
-                   f'<text x="{x + 18:.1f}" y="{y - 3:.1f}" font-size="11" fill="#333">'
-                   f"{text_of(name)[:40]}</text>")
-        y += 15
-    return "".join(out)
-
-
 def figure_svg(figure: dict[str, Any], width: int = WIDTH) -> str:
     """The figure (``{"data": [...], "layout": {...}}``) as an ``<svg>`` element."""
     layout = figure.get("layout") or {}
@@ -313,12 +283,16 @@ def figure_svg(figure: dict[str, Any], width: int = WIDTH) -> str:
     axes = _layout_axes(layout, width, height, margin)
     for trace in traces:
         pair = _axes_of(trace, axes)
-        if pair is not None:
+        if pair is not None and trace.get("orientation") == "v":  # the bars' edges, and 0
+            half = float(trace.get("width") or 0.8 * _spacing(trace.get("x") or [])) / 2
+            pair[0].add([v + d for v in trace.get("x") or [] if v is not None for d in (-half, half)])
+            pair[1].add([0.0, *(trace.get("y") or [])])
+        elif pair is not None:
             pair[0].add(trace.get("x"))
             pair[1].add(trace.get("y"))
     for axis in axes.values():
         axis.finish()
-    body = [_shapes(layout, axes, height, margin)]
+    body = [shapes(layout, axes, height, margin)]
     bars: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for trace in traces:
         pair = _axes_of(trace, axes)
@@ -332,14 +306,19 @@ def figure_svg(figure: dict[str, Any], width: int = WIDTH) -> str:
         elif kind == "scatter":
             body.append(_scatter(trace, *pair))
     for group in bars.values():
-        body.append(_bars(group, *_axes_of(group[0], axes)))
+        pair = _axes_of(group[0], axes)
+        body.append(_columns(group, *pair, layout.get("barmode") == "overlay")
+                    if group[0].get("orientation") == "v" else _bars(group, *pair))
     for key, axis in axes.items():
         partner = axis.spec.get("anchor") or ("y" if key[0] == "x" else "x")
-        other = axes.get(_axis_key(partner, "y" if key[0] == "x" else "x"))
+        other = axes.get(axis_key(partner, "y" if key[0] == "x" else "x"))
         if axis.values or axis.categories:
             body.append(_axis_lines(key, axis, other))
-    body.append(_annotations(layout, width, height, margin))
-    body.append(_legend(traces, width - margin.get("r", 60) + 50, margin.get("t", 30) + 10))
+    body.append(annotations(layout, width, height, margin))
+    if (layout.get("legend") or {}).get("orientation") == "h" and layout.get("showlegend"):
+        body.append(legend(traces, width - margin.get("r", 60), margin.get("t", 30) - 6, True))
+    else:
+        body.append(legend(traces, width - margin.get("r", 60) + 50, margin.get("t", 30) + 10))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="vd-figure-svg" '
             f'viewBox="0 0 {width} {height:.0f}" width="100%" style="max-width:{width}px;'
             f'font-family:system-ui,sans-serif" role="img">{"".join(body)}</svg>')

@@ -1,8 +1,11 @@
 """The chart spec: one chart as the views build it, documented once.
 
-The dashboard's panels (:mod:`._dashboard_figure`), a stored run's dashboard and the
-compare-runs chart (:mod:`._compare_figure`) are built as these dicts; the live chart
-(``static/chart_*.js``) and the static renderer (:mod:`._figure_svg`) both draw them, so
+The dashboard's panels (:mod:`._dashboard_figure`), a stored run's dashboard, the
+compare-runs chart (:mod:`._compare_figure`), the drift explorer's overlays and its
+drift-over-time strip (:mod:`._drift_figure` here, ``drift_plots.js`` in the browser, where
+the sliders rebuild them) and the embedding timeline's quality curve are built as these
+dicts; the live chart (``static/chart_uplot*.js`` on uPlot) and the static renderer
+(:mod:`._figure_svg`) both draw them, so
 what each reads is written here and nowhere else. The keys are a small subset of plotly's
 figure schema (a ``figure()`` can hand a chart to plotly as it is); a key outside it is
 refused by the JSON schema beside this module, ``chart_spec.schema.json``, which the tests
@@ -19,12 +22,26 @@ number formats (``tickformat``: ``"~g"`` or ``".0%"``) are :mod:`._ticks` in Pyt
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
+import numpy as np
+
 __all__ = ["SCHEMA_PATH", "Annotation", "Axis", "BarTrace", "ChartSpec", "HeatmapTrace",
-           "Layout", "ScatterTrace", "Shape", "schema"]
+           "Layout", "ScatterTrace", "Shape", "clean", "schema"]
+
+
+def clean(values: Any) -> list[float | None]:
+    """Numbers as a spec holds them: floats, NaN and inf as ``None`` (a gap in a line, a
+    blank cell). The one home of that rule for every chart the views build.
+
+    >>> clean([1, float("nan"), float("inf"), 2.5])
+    [1.0, None, None, 2.5]
+    """
+    return [float(v) if math.isfinite(v) else None
+            for v in np.asarray(values, dtype=float).ravel().tolist()]
 
 SCHEMA_PATH = Path(__file__).with_name("chart_spec.schema.json")
 
@@ -47,7 +64,7 @@ class Axis(TypedDict, total=False):
     tickformat: str | None  # "~g" (default) or ".0%"
     nticks: int | None
     tickmode: str
-    tickvals: Numbers
+    tickvals: Numbers  # with ticktext: the ticks drawn (dates, category names by index)
     ticktext: Texts
     tickfont: dict[str, Any]
     gridcolor: str
@@ -97,20 +114,29 @@ class HeatmapTrace(_Trace, total=False):
 
 
 class BarTrace(_Trace, total=False):
-    """Horizontal bars, one per category (``y``), grouped with the other bar traces."""
+    """Bars. ``orientation="h"``: one per category (``y``) along ``x``, grouped with the
+    other bar traces. ``"v"``: one per ``x`` (a number: a histogram bin's centre, or a
+    category's index named by the x axis's ``tickvals``/``ticktext``) up to ``y``, ``width``
+    wide in x units; the traces overlaid (``layout.barmode="overlay"``, a histogram of two
+    distributions) or side by side in each slot (``"group"``)."""
 
     type: Literal["bar"]
-    orientation: Literal["h"]
+    orientation: Literal["h", "v"]
     x: Numbers
-    y: Texts
+    y: list[str | float | None]  # h: the categories; v: the heights
+    width: float
+    text: Texts  # v: each bar's hover text
     customdata: Texts
     marker: dict[str, Any]
 
 
 class Shape(TypedDict, total=False):
-    """A mark across the chart: a dashed epoch boundary."""
+    """A mark across the chart. ``line`` with ``xref="x"``, ``yref="paper"``: a vertical
+    mark at ``x0`` (an epoch boundary, the current frame); with ``xref="paper"``,
+    ``yref="y"``: a reference level at ``y0`` (a threshold). ``rect`` (``xref="x"``,
+    ``yref="paper"``): a box from ``x0`` to ``x1`` filled with ``fillcolor`` (a window)."""
 
-    type: Literal["line"]
+    type: Literal["line", "rect"]
     xref: str
     yref: str
     x0: float | None
@@ -119,6 +145,8 @@ class Shape(TypedDict, total=False):
     y1: float | None
     layer: str
     line: dict[str, Any]
+    fillcolor: str
+    opacity: float
 
 
 class Annotation(TypedDict, total=False):
@@ -147,7 +175,7 @@ class Layout(TypedDict, total=False):
     annotations: list[Annotation]
     legend: dict[str, Any]
     showlegend: bool
-    barmode: Literal["group"]
+    barmode: Literal["group", "overlay"]
     hovermode: str | bool
     plot_bgcolor: str
     uirevision: str | int

@@ -1,12 +1,13 @@
 // vizdebug drift explorer, part 3 of 3: the app (table, controls, redraw). It draws from
-// precomputed sketches, in the browser, in SVG: no plotly, no kernel round trip, so every
-// slider answers from the sketches alone. Needs vdDriftStats and vdDriftPlots.
+// precomputed sketches, in the browser, with the dashboard's uPlot charts (vdLineChart):
+// no kernel round trip, so every slider answers from the sketches alone. Needs
+// vdDriftStats, vdDriftPlots and the charts (static/chart_*.js, uPlot, VD_UPLOT_CSS).
 // User strings only ever reach the page through textContent (never innerHTML).
 var vdDriftMount = (function (S, P) {
   "use strict";
-  var h = P.h, s = P.s, fmt = P.fmt, fmtP = P.fmtP, fmtX = P.fmtX;
+  var h = P.h, fmt = P.fmt, fmtP = P.fmtP, fmtX = P.fmtX;
   var adjust = S.adjust, featureStats = S.featureStats, whatIf = S.whatIf;
-  var drawNumeric = P.drawNumeric, drawCategorical = P.drawCategorical, drawTimeline = P.drawTimeline;
+  var overlaySpec = P.overlaySpec, noteSpec = P.noteSpec, timelineSpec = P.timelineSpec;
 
   var BINS = [4, 5, 6, 8, 10, 12, 15, 20, 24, 30, 40, 60, 120];
   var ALPHAS = [0.0001, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2];
@@ -15,14 +16,17 @@ var vdDriftMount = (function (S, P) {
   function layout(el, nb) {
     while (el.firstChild) el.removeChild(el.firstChild);
     var ui = {}, root = h("div", { "class": "vd-drift" }); el.appendChild(root);
+    root.appendChild(h("style", {}, VD_UPLOT_CSS));  // uPlot's own, in the view (a shadow root has its own styles)
     ui.summary = root.appendChild(h("div", { "class": "vd-summary", style: "font-weight:600;margin:4px 0" }));
     ui.controls = root.appendChild(h("div", { "class": "vd-controls", style: "display:flex;flex-wrap:wrap;gap:6px 18px;margin:4px 0 8px 0;font-size:12px" }));
     var body = root.appendChild(h("div", { style: "display:flex;gap:12px;align-items:flex-start;flex-wrap:wrap" }));
     ui.tableBox = body.appendChild(h("div", { style: "max-height:420px;overflow:auto;flex:1 1 470px;font-size:11px" }));
     var plotBox = body.appendChild(h("div", { style: "flex:1 1 520px;max-width:640px" }));
     ui.title = plotBox.appendChild(h("div", { "class": "vd-plot-title", style: "font-weight:600" }));
-    ui.svg = plotBox.appendChild(s("svg", { "class": "vd-plot", width: "100%", role: "img" }));
-    ui.tsvg = nb ? plotBox.appendChild(s("svg", { "class": "vd-timeline", width: "100%" })) : null;
+    ui.plot = plotBox.appendChild(h("div", { "class": "vd-plot", role: "img" }));
+    ui.tplot = nb ? plotBox.appendChild(h("div", { "class": "vd-timeline", style: "margin-top:4px" })) : null;
+    ui.chart = vdLineChart(ui.plot, { exportable: false });
+    ui.tchart = nb ? vdLineChart(ui.tplot, { exportable: false }) : null;
     ui.info = plotBox.appendChild(h("div", { "class": "vd-whatif vd-note", style: "font-size:12px;color:var(--jp-ui-font-color1,#333);margin-top:4px" }));
     return ui;
   }
@@ -98,15 +102,14 @@ var vdDriftMount = (function (S, P) {
     var t = performance.now(), st = app.st, ui = app.ui, res = rows(app);
     ui.summary.textContent = summaryText(app, res);
     drawTable(app, res);
-    var r = res[st.sel], f = r.f, svg = ui.svg, wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var r = res[st.sel], f = r.f, wi = null, numeric = f.kind === "numeric" || f.kind === "datetime";
     ui.title.textContent = f.feature + " — " + f.kind + ", " + f.test + " " + fmt(r.statistic) + ", p(adj) " + fmtP(r.p_adj) + ", " + f.effect_metric + " " + fmt(r.effect) + (r.drifted ? " · DRIFTED" : "");
-    if (f.test === "none") svg.appendChild(s("text", { x: 20, y: 40, "font-size": 12 }, f.note || "no values to compare"));
-    else if (numeric) {
-      if (st.shift !== 0 || st.scale !== 1) wi = whatIf(f, st.shift, st.scale, res.length);
-      drawNumeric(svg, f, st, r.cur, wi, f.kind === "datetime");
-    } else drawCategorical(svg, f, r.cur);
-    if (ui.tsvg && f.test !== "none") drawTimeline(ui.tsvg, f, app.data, st);
+    if (f.test === "none") ui.chart.draw(noteSpec(f.note || "no values to compare"));
+    else {
+      if (numeric && (st.shift !== 0 || st.scale !== 1)) wi = whatIf(f, st.shift, st.scale, res.length);
+      ui.chart.draw(overlaySpec(f, st, r.cur, wi));
+    }
+    if (ui.tchart) ui.tchart.draw(f.test === "none" ? noteSpec("") : timelineSpec(f, app.data, st));
     ui.info.textContent = whatIfText(app, f, wi, numeric);
     app.el.setAttribute("data-redraw-ms", (performance.now() - t).toFixed(1));
     app.el.setAttribute("data-selected", f.feature);

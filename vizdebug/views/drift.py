@@ -3,16 +3,19 @@
 Everything statistical comes from :func:`vizdebug.analysis.drift.compare.analyze_drift`
 (time window and buckets included, in memory or streamed); this module only draws the
 :class:`~vizdebug.analysis.drift.compare.DriftResult` it returns. The interactive part is a
-small script drawing SVG from the precomputed sketches: no plotly.js on the page, no kernel
-round trip, so sliders keep working while the kernel trains. The same script runs in the
-live widget (anywidget) and in static HTML; it is three files joined in order
-(``drift_stats.js``: the browser's approximate statistics, ``drift_plots.js``: the SVG
-charts, ``drift.js``: the app), because an anywidget ESM is one module string.
+small script drawing from the precomputed sketches: no plotly.js on the page, no kernel
+round trip, so sliders keep working while the kernel trains. Its charts are chart specs
+(:mod:`.chart_spec`) drawn by the dashboard's uPlot charts; the static twin draws the same
+specs with :mod:`._figure_svg` (:mod:`._drift_figure`). The same script runs in the live
+widget (anywidget) and in static HTML; it is the charts' files and three of its own joined
+in order (``drift_stats.js``: the browser's approximate statistics, ``drift_plots.js``: the
+specs, ``drift.js``: the app), because an anywidget ESM is one module string.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
 import uuid
 from functools import cache
@@ -24,7 +27,7 @@ from ..analysis.drift.findings import format_p
 from ..findings import findings_html
 from ._base import View, live_esm, script_json
 from ._display import shown_where_called
-from ._drift_svg import overlay_figure
+from ._drift_figure import overlay_figure
 from ._plotly_export import plotly_go
 from .view_frames import drift_figure, drift_frame, pick_feature
 
@@ -34,8 +37,12 @@ if TYPE_CHECKING:
     from ..analysis.drift.stats import FeatureDrift
     from ..findings import Findings
 
-# in load order; the ticks are the dashboard charts' (one tick module for the browser)
-_JS_FILES = ("static/chart_ticks.js", "drift_stats.js", "drift_plots.js", "drift.js")
+# in load order: the dashboard's charts (ticks, helpers, frame, uPlot and the uPlot chart;
+# not chart_view.js: the drift charts have no export bar), then the explorer's own
+_JS_FILES = ("static/chart_ticks.js", "static/chart_core.js", "static/chart_panel.js",
+             "static/vendor/uPlot-1.6.32.iife.min.js", "static/chart_uplot.js",
+             "static/chart_uplot_view.js", "drift_stats.js", "drift_plots.js", "drift.js")
+_CSS_FILE = "static/vendor/uPlot-1.6.32.min.css"
 # a page draws the most drifted features only: 10,000 columns drawn in full made a 52.7 MB
 # page in 15 s; the statistics of every column stay in .table and .findings
 DRAWN_FEATURES = 50
@@ -46,7 +53,9 @@ SHOWN_FINDINGS = 40
 def _js_source() -> str:
     """The browser app: its scripts joined in load order (one classic script / one ESM)."""
     here = Path(__file__).parent
-    return "\n".join((here / name).read_text(encoding="utf-8") for name in _JS_FILES)
+    css = json.dumps((here / _CSS_FILE).read_text(encoding="utf-8"))
+    return "\n".join([f"const VD_UPLOT_CSS = {css};",
+                      *((here / name).read_text(encoding="utf-8") for name in _JS_FILES)])
 
 
 def _to_json(data: Any) -> str:

@@ -43,11 +43,11 @@ from ..errors import VizdebugError
 from ..findings import Findings, findings_html
 from ._base import View
 from ._display import shown_where_called
+from ._embedding_curve import curve_figure, curve_frame, curve_html
 from .embeddings import FIRST_PICTURE_GRACE, NAMES, EmbeddingView
 from .embeddings_data import (
     check_images,
     class_codes,
-    curve_svg,
     f32,
     i32,
     legend_html,
@@ -329,8 +329,16 @@ class EmbeddingTimelineView(View):
                 f"{html.escape(frame_name(t.steps[last], t.epochs[last]))}</div>"
                 f'<img src="{picture}" width="420" height="420" alt="embedding, last frame" '
                 f'style="border:1px solid #ddd">{legend_html(self.classes)}{status}</div>'
-                f'<div style="max-width:520px">{curve_svg(self._curve_lists(), last)}'
+                f'<div style="max-width:520px">{curve_html(self._curve_lists(), t.steps, last)}'
                 f"{self._info_html(name)}</div></div>")
+
+    def to_frame(self) -> Any:
+        """The quality curve's numbers per frame: ``step``, ``epoch``, ``knn``, ``trust``, ..."""
+        return curve_frame(self.timeline, self.curve)
+
+    def figure(self) -> Any:
+        """The quality curve (kNN accuracy, trustworthiness) as a plotly Figure; needs plotly."""
+        return curve_figure(self._curve_lists(), self.steps, len(self.steps) - 1)
 
     def __repr__(self) -> str:
         state = "done" if self.done else f"working: {self.stage}"

@@ -348,36 +348,3 @@ def selected_grid(images: Any, where: np.ndarray, classes: Classes, n: int | Non
     codes = classes.labels
     source = picked if codes is None else (picked, codes[where].tolist())
     return show_batch(source, n, classes=classes.names or None, layout=layout)
-
-
-def curve_svg(series: dict[str, list[float | None]], current: int, width: int = 260,
-              height: int = 130) -> str:
-    """Small line chart of per-frame figures in [0, 1] (one polyline per series, the
-    ``current`` frame marked), as inline SVG; series names escaped.
-
-    >>> curve_svg({"kNN": [0.5, 0.9]}, 1).startswith("<svg")
-    True
-    """
-    colours = ("#1f77b4", "#ff7f0e", "#2ca02c")
-    frames = max((len(v) for v in series.values()), default=0)
-    left, top, w, h = 28, 8, width - 36, height - 30
-
-    def at(i: int, v: float) -> str:
-        return f"{left + w * i / max(1, frames - 1):.1f},{top + h * (1 - v):.1f}"
-
-    parts = [f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#ccc"/>',
-             f'<text x="2" y="{top + 8}" font-size="10">1</text>',
-             f'<text x="2" y="{top + h}" font-size="10">0</text>']
-    for k, (name, values) in enumerate(series.items()):
-        pts = [at(i, v) for i, v in enumerate(values) if v is not None and v == v]
-        colour = colours[k % len(colours)]
-        if pts:
-            parts.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" '
-                         'stroke-width="1.5"/>')
-        parts.append(f'<text x="{left + 4 + 120 * k}" y="{height - 4}" font-size="10" '
-                     f'fill="{colour}">{html.escape(name)}</text>')
-    if frames:
-        x = at(current, 0).split(",")[0]
-        parts.append(f'<line x1="{x}" x2="{x}" y1="{top}" y2="{top + h}" stroke="#d62728"/>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'class="vd-emb-curve">{"".join(parts)}</svg>')

@@ -11,6 +11,11 @@ from ._base import live_esm
 _STATIC = Path(__file__).with_name("static")
 _VENDOR = "vendor/regl-scatterplot-1.16.0.js"
 _POINTS = "embeddings_points.js"  # typed arrays, colours, the draw queue, the moving sample
+#: the timeline's quality curve is drawn by the dashboard's uPlot chart: its files, in order
+#: (not chart_view.js: the curve has no export bar), and uPlot's style
+_CHARTS = ("chart_ticks.js", "chart_core.js", "chart_panel.js", "vendor/uPlot-1.6.32.iife.min.js",
+           "chart_uplot.js", "chart_uplot_view.js")
+_UPLOT_CSS = "vendor/uPlot-1.6.32.min.css"
 
 
 @cache
@@ -71,7 +76,8 @@ def timeline_widget() -> type:
 
     class EmbeddingTimelineWidget(_base_widget()):
         _esm = live_esm("\n".join([_asset(_VENDOR), _asset(_POINTS), widget_js,
-                                   _asset("embedding_timeline.js")]))
+                                   *map(_asset, _CHARTS), _asset("embedding_timeline.js")]))
+        _css = _asset("embeddings.css") + "\n" + _asset(_UPLOT_CSS)
         xs = traitlets.Bytes(b"").tag(sync=True)
         ys = traitlets.Bytes(b"").tag(sync=True)
         n_points = traitlets.Int(0).tag(sync=True)

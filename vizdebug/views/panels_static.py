@@ -12,7 +12,6 @@ optimizer frame of :mod:`.panel_frames`), drawn by :func:`._figure_svg.figure_sv
 from __future__ import annotations
 
 import html
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from ..analysis.training.distributions import LayerColumns, activation_bands, parameter_scales
 from ._figure_svg import figure_svg
 from ._plotly_export import PALETTE
+from .chart_spec import clean
 from .panel_frames import panel_frame
 
 if TYPE_CHECKING:
@@ -32,11 +32,6 @@ MAX_STEPS = 120  # sampled steps per line drawn (evenly spaced, the first and la
 HEAT_COLUMNS = 40  # sampled steps in the weight-scale heat
 HEAT_ROWS = 24  # parameters in it (weights first; every one is in to_frame("parameters"))
 _AXIS = {"gridcolor": "#eee", "zeroline": False, "nticks": 6, "tickformat": "~g"}
-
-
-def clean(values: Any) -> list[float | None]:
-    """JSON-safe numbers: NaN and inf become ``None`` (a gap)."""
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, dtype=float)]
 
 
 def label(text: str) -> str:

@@ -8,7 +8,6 @@ renderer, :mod:`vizdebug.views._figure_svg`); ``vd.report`` of a job includes it
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 import weakref
@@ -22,15 +21,12 @@ from ..findings import Findings, findings_html
 from ._base import View
 from ._compare_figure import band_traces, colour
 from ._figure_svg import figure_svg
+from .chart_spec import clean
 
 MAX_RANK_LINES = 16  # ranks drawn one line each (the band covers them all)
 FOLLOW_INTERVAL = 2.0  # seconds between two reads of a running job's files
 FOLLOW_QUIET = 60.0    # seconds with every file closed (or unchanged) before it stops
 FOLLOW_FAILURES = 5    # reads failing in a row before it stops
-
-
-def _finite(values: np.ndarray) -> list[float | None]:
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, float).tolist()]
 
 
 def default_metric(ranks: list[RankData]) -> str | None:
@@ -51,7 +47,7 @@ def rank_figure(ranks: list[RankData], metric: str) -> dict[str, Any]:
     traces = traces[:1]  # the band; the ranks' own lines instead of its mean
     for i, (rank, (steps, values)) in enumerate(list(curves.items())[:MAX_RANK_LINES]):
         traces.append({"type": "scatter", "mode": "lines", "name": f"rank {rank}",
-                       "x": np.asarray(steps).tolist(), "y": _finite(values),
+                       "x": np.asarray(steps).tolist(), "y": clean(values),
                        "line": {"color": colour(i), "width": 1.2}, "opacity": 0.9})
     layout: dict[str, Any] = {
         "height": 340, "margin": {"l": 64, "r": 150, "t": 34, "b": 40},

@@ -81,7 +81,8 @@ def prediction_report(y_true: Any, y_pred: Any, *, labels: Any = None) -> Predic
     (0.75, 0.5)
     """
     truth = _as_labels(y_true, "y_true")
-    pred = _as_predictions(y_pred, truth)
+    pred = _as_predictions(y_pred, truth, labels)
+    _same_kind(truth, pred)
     if pred.shape[0] != truth.shape[0]:
         raise VizdebugError(f"y_true has {truth.shape[0]} samples but y_pred {pred.shape[0]}; "
                             "they must match")
@@ -114,7 +115,7 @@ def _as_labels(y: Any, what: str) -> np.ndarray:
     if y is None:
         raise VizdebugTypeError(f"{what} is None; pass the class of each sample (a list, "
                                 "an array or a tensor)")
-    arr = _plain_array(y) if isinstance(y, (list, tuple)) else to_numpy(_unwrap(y), what)
+    arr = _class_array(y, what)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     elif arr.ndim == 2 and arr.dtype.kind in "biuf" and _one_hot(arr):
@@ -150,24 +151,62 @@ def _plain_array(values: list | tuple) -> np.ndarray:
         return np.fromiter(values, dtype=object, count=len(values))
 
 
+def _class_array(y: Any, what: str) -> np.ndarray:
+    """Classes or scores as an array: a list item by item, strings and categories (a
+    numpy string array, a pandas Series or Categorical: an sklearn classifier's
+    ``predict`` of string labels) as objects, anything numeric (a tensor too) as numbers.
+
+    >>> _class_array(np.array(["cat", "dog"]), "y_true").tolist()
+    ['cat', 'dog']
+    """
+    if isinstance(y, (list, tuple)):
+        return _plain_array(y)
+    y = _unwrap(y)
+    if type(y).__module__.startswith("pandas"):  # a Categorical, an array of the extension
+        y = np.asarray(y, dtype=object)
+    if isinstance(y, np.ndarray) and y.dtype.kind in "USO":
+        return y.astype(object)
+    return to_numpy(y, what)
+
+
 def _unwrap(y: Any) -> Any:
     """A pandas Series (or Index) as its numpy values."""
     return y.to_numpy() if hasattr(y, "to_numpy") and not hasattr(y, "columns") else y
 
 
-def _as_predictions(y_pred: Any, truth: np.ndarray) -> np.ndarray:
+def _same_kind(truth: np.ndarray, pred: np.ndarray) -> None:
+    """Refuse classes of different kinds (names against numbers): no sample could match."""
+    def kind(values: np.ndarray) -> set[bool]:
+        return {isinstance(v, str) for v in values.tolist()}
+
+    if kind(truth) != kind(pred) and len(kind(truth)) == len(kind(pred)) == 1:
+        names, ids = (truth, pred) if kind(truth) == {True} else (pred, truth)
+        raise VizdebugError(
+            f"{'y_true' if names is truth else 'y_pred'} holds class names "
+            f"({sorted(set(names.tolist()))[:4]}) and {'y_pred' if names is truth else 'y_true'}"
+            f" class numbers ({sorted(set(ids.tolist()))[:4]}); pass both as names or both as "
+            "numbers (scores per class: labels= names their columns, e.g. clf.classes_)")
+
+
+def _as_predictions(y_pred: Any, truth: np.ndarray, labels: Any = None) -> np.ndarray:
     if y_pred is None:
         raise VizdebugTypeError("y_pred is None; pass the predicted classes or the scores")
     if isinstance(y_pred, (list, tuple)):
         return _as_labels(y_pred, "y_pred")
-    arr = to_numpy(_unwrap(y_pred), "y_pred")
+    arr = _class_array(y_pred, "y_pred")
     if arr.ndim > 2:
         raise VizdebugError(
             f"y_pred has shape {arr.shape}: pass one class per sample (n,) or scores (n, C); "
             "for per-pixel or per-token scores (N, C, ...) compare the classes, e.g. "
             "check_predictions(y_true.reshape(-1), y_pred.argmax(1).reshape(-1))")
-    if arr.ndim == 2 and arr.shape[1] > 1:
-        return np.asarray(arr.argmax(axis=1).tolist(), dtype=object)  # scores per class
+    if arr.ndim == 2 and arr.shape[1] > 1:  # scores per class; named classes: labels names
+        named = any(isinstance(v, str) for v in truth.tolist())  # the columns (clf.classes_)
+        columns = list(labels) if named and labels is not None and len(labels) == arr.shape[1] else None
+        best = arr.argmax(axis=1).tolist()
+        if columns is not None:
+            columns = [c.item() if hasattr(c, "item") else c for c in columns]
+            return np.asarray([columns[i] for i in best], dtype=object)
+        return np.asarray(best, dtype=object)
     flat = arr.reshape(-1) if arr.ndim == 2 else arr
     binary = set(truth.tolist()) <= {0, 1}
     if flat.dtype.kind == "f" and binary and not np.all(flat == np.round(flat)):
@@ -216,14 +255,12 @@ def _multi_label(y_true: Any, y_pred: Any) -> tuple[np.ndarray, np.ndarray] | No
     its classes)."""
     if y_true is None or y_pred is None:
         return None
-    truth = (_plain_array(y_true) if isinstance(y_true, (list, tuple))
-             else to_numpy(_unwrap(y_true), "y_true"))
+    truth = _class_array(y_true, "y_true")
     if truth.ndim != 2 or truth.shape[1] < 2 or truth.dtype.kind not in "biuf":
         return None
     if not np.isin(truth, (0, 1)).all() or _one_hot(truth):  # one-hot: classes
         return None
-    pred = np.asarray(y_pred if isinstance(y_pred, (list, tuple))
-                      else to_numpy(_unwrap(y_pred), "y_pred"))
+    pred = _class_array(y_pred, "y_pred")
     if pred.shape != truth.shape:
         raise VizdebugError(f"y_true is a multi-label target of shape {truth.shape} but y_pred "
                             f"has shape {pred.shape}; pass one 0/1 prediction per label")

@@ -39,18 +39,35 @@ def _resolve(dataset: Any) -> Any:
     if inner is not None and hasattr(dataset, "batch_size"):
         return inner  # a DataLoader: scan the samples it draws from
     if isinstance(dataset, tuple) and len(dataset) == 2 and hasattr(dataset[0], "__len__"):
-        xs, ys = dataset
+        xs, ys = _positional(dataset[0], "X"), _positional(dataset[1], "y")
         n_x = dataset_length(xs, "the inputs of (X, y)")
         n_y = dataset_length(ys, "the labels of (X, y)")
         if n_x != n_y:
             raise VizdebugError(f"inputs have {n_x} rows but labels {n_y}; they must match")
         return _Paired(xs, ys)
+    dataset = _positional(dataset, "the dataset")
     if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
         raise VizdebugTypeError(
             f"check_dataset needs something indexable with a length (a map-style Dataset, a "
             f"list, an array, an (X, y) tuple or a DataLoader over one); got {describe(dataset)}"
         )
     return dataset
+
+
+def _positional(obj: Any, what: str) -> Any:
+    """A pandas DataFrame or Series as an array read by position (``frame[i]`` is a
+    column, ``series[i]`` a label lookup: after ``train_test_split`` not the i-th row): a
+    frame's numeric and boolean columns, a series' values. Anything else as it is."""
+    if type(obj).__module__.split(".")[0] != "pandas":
+        return obj
+    if hasattr(obj, "columns"):
+        numeric = obj.select_dtypes(include=["number", "bool"])
+        if numeric.shape[1] == 0:
+            raise VizdebugError(
+                f"{what} is a DataFrame without numeric columns ({list(map(str, obj.columns))[:8]}); "
+                "check_dataset reads numbers: encode the columns first, or pass (X, y)")
+        return numeric.to_numpy(dtype=np.float64)
+    return obj.to_numpy() if hasattr(obj, "to_numpy") else obj
 
 
 class _Paired:

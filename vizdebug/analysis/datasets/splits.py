@@ -31,6 +31,7 @@ import numpy as np
 from ...data.arrays import to_numpy, unnest
 from ...data.batch import unpack
 from ...data.parts import dataset_length
+from ...data.targets import names_as_codes
 from ...errors import VizdebugError, VizdebugTypeError, describe
 from ...findings import Finding, Findings, fmt_indices
 from .split_context import group_findings, time_findings
@@ -100,6 +101,7 @@ def check_split(train: Any, test: Any, *, y_train: Any = None, y_test: Any = Non
         raise VizdebugError(f"sample must be a positive number of rows, got {sample!r}")
     check_key_argument(time, "time")
     check_key_argument(groups, "groups")
+    y_train, y_test = names_as_codes(y_train, y_test)
     a = split_rows(train, y_train, "train", sample)
     b = split_rows(test, y_test, "test", sample)
     if a.x.shape[1] != b.x.shape[1]:
@@ -235,7 +237,7 @@ def _target_row(v: Any, what: str) -> Any:
 # -- duplicates -------------------------------------------------------------------------
 def duplicate_findings(a: SplitRows, b: SplitRows) -> list[Finding]:
     """Test rows found in train: exactly, or (images) as the same thumbnail."""
-    exact = _shared_rows(a.x, b.x)
+    exact = _shared_rows(a.x, b.x, _other_columns(a, b))
     near: list[int] = []
     if a.image_shape is not None and min(a.image_shape[-2:]) >= NEAR_MIN_SIDE:
         near = sorted(set(_near_images(a, b)) - set(exact))
@@ -256,14 +258,29 @@ def duplicate_findings(a: SplitRows, b: SplitRows) -> list[Finding]:
     )]
 
 
-def _shared_rows(train: np.ndarray, test: np.ndarray) -> list[int]:
-    """Indices of test rows whose values equal some train row's (NaN equal to NaN)."""
-    def keys(x: np.ndarray) -> list[bytes]:
+def _shared_rows(train: np.ndarray, test: np.ndarray,
+                 others: tuple[list, list] | None = None) -> list[int]:
+    """Indices of test rows whose values equal some train row's (NaN equal to NaN), and
+    whose ``others`` (the values of the tables' other columns) are equal too."""
+    def keys(x: np.ndarray, other: list | None) -> list[Any]:
         clean = np.where(np.isnan(x), np.inf, x) + 0.0  # -0.0 -> 0.0, NaN one value
-        return [row.tobytes() for row in np.ascontiguousarray(clean)]
+        rows = [row.tobytes() for row in np.ascontiguousarray(clean)]
+        return rows if other is None else list(zip(rows, other))
 
-    seen = set(keys(train))
-    return [i for i, key in enumerate(keys(test)) if key in seen]
+    seen = set(keys(train, others and others[0]))
+    return [i for i, key in enumerate(keys(test, others and others[1])) if key in seen]
+
+
+def _other_columns(a: SplitRows, b: SplitRows) -> tuple[list, list] | None:
+    """The rows' values in the columns of both tables that are not numbers (dates,
+    strings): rows that differ there are not duplicates."""
+    if a.table is None or b.table is None:
+        return None
+    names = [c for c in a.table.columns if str(c) not in a.columns and c in b.table.columns]
+    if not names:
+        return None
+    return tuple(list(t[names].astype(str).itertuples(index=False, name=None))  # type: ignore[return-value]
+                 for t in (a.table, b.table))
 
 
 def _thumbnails(rows: SplitRows) -> np.ndarray:

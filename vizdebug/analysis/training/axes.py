@@ -133,14 +133,15 @@ def _reshaped_not_permuted(axes: AxisFacts) -> Finding | None:
     channels_last = len(root) >= 3 and order[1] == len(root) - 1 and root[-1] == shape[1]
     what = (f"its {root[-1]} channels from the last axis to axis 1" if channels_last
             else f"its axes into the order {order}")
+    image = len(shape) >= 4  # (N, C, H, W): pixels; (N, C, L): a sequence's steps
     message = (f"{axes.cls} {axes.path!r} received {shape}: the model input {root} reshaped "
                f"(view/reshape), not permuted. A reshape keeps the memory order, so moving "
-               f"{what} this way scrambles the picture: neighbouring values of the "
-               f"convolution's input are no longer neighbouring pixels (permute{order} "
-               "would keep them)")
+               f"{what} this way scrambles the {'picture' if image else 'sequence'}: "
+               f"neighbouring values of the convolution's input are no longer neighbouring "
+               f"{'pixels' if image else 'steps'} (permute{order} would keep them)")
     hint = (f"Move axes with x.permute{order} (then .reshape(...) where axes are merged), "
-            "not view/reshape" + ("; ToTensor() does it for PIL/numpy images" if channels_last
-                                  else "") + ".")
+            "not view/reshape" + ("; ToTensor() does it for PIL/numpy images"
+                                  if channels_last and image else "") + ".")
     evidence = {"shape": list(shape), "model_input": list(root), "permutation": list(order)}
     code = "layout-channels-last" if channels_last else "axis-order"
     return Finding(code, "warning", message, where=axes.path, evidence=evidence, hint=hint)

@@ -9,6 +9,7 @@ from ...findings import Finding
 from ...findings import fmt_number as _f
 from ...records import TrainingRecords
 from ..curves import rolling_median
+from .metrics import CROSS_ENTROPY
 from .profile import profile_of
 
 # Calibrated on digits runs (tests/test_training_rules.py): clean runs ended at 4-6% of
@@ -47,6 +48,18 @@ INPUT_BOUND_SHARE = 0.75
 # slow-dataset runs wait 4 s and more.
 INPUT_BOUND_MIN_WAIT = 2.0  # seconds
 MIN_BATCHES = 20
+# A loss whose logged values take both signs has no floor at zero (a policy-gradient
+# surrogate such as REINFORCE's -log_prob * normalised return, a density's negative
+# log-likelihood): "x% of where it started" and "2x the running median" are not defined on
+# it. pytorch/examples' REINFORCE, which learns CartPole, logged 40% negative values; the
+# corpus's minimised losses, faults included, none.
+SIGNED_SHARE = 0.1
+# With a class loss (cross-entropy, NLL, binary cross-entropy) each wrong prediction costs
+# at least ln 2, so a mean loss L means at least 1 - L / ln 2 of the predictions are right
+# (analysis/training/metrics.py): a training loss that ends under FITTED_BOUND * ln 2 comes
+# from a model that is right on at least 90% of its batches, however little it moved (a
+# quantization-aware fine-tuning of a trained model at lr 1e-4: 0.051 -> 0.046).
+FITTED_BOUND = 0.1
 
 
 # -- curves -----------------------------------------------------------------------------
@@ -65,8 +78,23 @@ def minimised_loss(rec: TrainingRecords) -> tuple[str, np.ndarray, np.ndarray] |
     return None
 
 
+def signed(y: np.ndarray) -> bool:
+    """Whether a finite loss curve takes both signs often enough to have no floor at 0."""
+    return bool(y.size) and float(np.mean(y < 0)) >= SIGNED_SHARE
+
+
+def class_loss_fitted(rec: TrainingRecords, level: float) -> bool:
+    """Whether ``level`` of a class loss (the loss check saw only cross-entropies, with
+    hard targets) bounds the predictions' accuracy at ``1 - FITTED_BOUND`` or more."""
+    facts = rec.program
+    if facts is None or not facts.loss_functions or facts.soft_targets:
+        return False
+    return set(facts.loss_functions) <= CROSS_ENTROPY and level < FITTED_BOUND * np.log(2)
+
+
 def rule_underfitting(rec: TrainingRecords) -> list[Finding]:
-    """A training loss that barely moved after enough steps."""
+    """A training loss that barely moved after enough steps (and, for a class loss, still
+    above the level that proves most predictions right)."""
     loss = minimised_loss(rec)
     if loss is None:
         return []
@@ -77,7 +105,7 @@ def rule_underfitting(rec: TrainingRecords) -> list[Finding]:
     y = values[finite]
     start = float(np.median(y[: max(3, y.size // 20)]))
     end = float(np.median(y[-max(3, y.size // 10):]))
-    if start <= 0 or end / start < UNDERFIT_RATIO:
+    if start <= 0 or end / start < UNDERFIT_RATIO or signed(y) or class_loss_fitted(rec, end):
         return []
     hint = ("The model is not learning: a learning rate too small, labels that do not match "
             "the inputs (shuffled or misaligned), frozen parameters, un-normalised inputs, "
@@ -179,7 +207,7 @@ def rule_unstable(rec: TrainingRecords) -> list[Finding]:
         return []
     name, steps, values = loss
     y = values[np.isfinite(values)]
-    if y.size < 50:
+    if y.size < 50 or signed(y):  # spikes over a median and ratios need a floor at 0
         return []
     profile = profile_of(rec)
     share, regression = loss_instability(y, batch=profile.batch_size)

@@ -39,6 +39,7 @@ from ...analysis.training.loss_verdicts import (
     NORMALISED_AXIS,
     SQUASHED_TWICE,
 )
+from ...records import MAX_LOSS_FUNCTIONS
 from .anomaly import AnomalyEvent
 from .loss_rules import (
     LOSS_FUNCTIONS,
@@ -85,7 +86,7 @@ class LossWatch:
         self.graph_checked = False
         self.step = 0
         self.calls = 0  # loss calls checked
-        self.functions: dict[str, None] = {}  # the loss functions seen, in order (16 at most)
+        self.functions: dict[str, None] = {}  # the loss functions seen, in order (MAX_LOSS_FUNCTIONS)
         self.soft_targets = False  # a class loss given probability targets (mixup, soft labels)
         self.offered = 0  # sampled steps offered to arm()
         self.seen: set[tuple[str, str]] = set()
@@ -149,7 +150,7 @@ class LossWatch:
         """Check one loss call (never raises)."""
         try:
             self.calls += 1
-            if len(self.functions) < 16:
+            if len(self.functions) < MAX_LOSS_FUNCTIONS:
                 self.functions.setdefault(name)
             if not self.soft_targets and name in CLASS_LOSSES:
                 self.soft_targets = _probability_targets(args, kwargs)

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 
 
+PROBES = 8  # parameters read for a left-over gradient at a sampled step, at most
+
+
 def _optimizer(clock: StepClock) -> Any:
     return clock.optimizer() if clock.optimizer is not None else None
 
@@ -51,15 +54,17 @@ class OptimizerChecks:
         # (step, each group's rate, wall time) at the sampled steps
         self.lr_trace: deque[tuple[int, tuple[float, ...], float]] = deque(maxlen=capacity)
         self.eval_trained_reported = False
-        self.stale: StaleGradient | None = None  # a left-over gradient being followed
+        self.stale: list[StaleGradient] = []  # left-over gradients being followed
+        self._probe_order: list[int] | None = None  # parameters read for one (their index)
 
     def begin(self, step: int, clock: StepClock) -> None:
         """A sampled step starts: note each group's learning rate."""
         self.checked = False
         self.sampled += 1
-        if self.stale is not None and self.stale.done:
-            self.stale.close()  # (its hooks are taken off here, outside their own calls)
-            self.stale = None
+        if self.stale and all(stale.done for stale in self.stale):
+            for stale in self.stale:
+                stale.close()  # (their hooks are taken off here, outside their own calls)
+            self.stale = []
         optimizer = _optimizer(clock)
         if optimizer is not None:
             self.lr_trace.append((step, tuple(float(g["lr"]) for g in optimizer.param_groups),
@@ -67,8 +72,8 @@ class OptimizerChecks:
 
     def close(self) -> None:
         """Take off the hooks of a left-over gradient still followed (harmless twice)."""
-        stale, self.stale = self.stale, None
-        if stale is not None:
+        followed, self.stale = self.stale, []
+        for stale in followed:
             stale.close()
 
     def first_gradient(self, first: int, clock: StepClock, step: int, *,
@@ -85,14 +90,30 @@ class OptimizerChecks:
             self._trained_in_eval(step, clock)
         if self.sampled > FULL_CHECKS and self.sampled % CHECK_EVERY:
             return  # left-over gradients show from the first steps on: thin out the reads
-        if self.stale is not None or "missing-zero-grad" in self.policy.kinds:
+        if self.stale or "missing-zero-grad" in self.policy.kinds:
             return
-        probe_idx = 0 if first != 0 else len(self.params) - 1
-        probe = self.params[probe_idx]()
-        if probe is None or probe_idx == first or probe.grad is None or not probe.requires_grad:
-            return
-        if bool(probe.grad.detach().any()):
-            self.stale = StaleGradient(probe, self.param_paths[probe_idx], step, self.policy)
+        for probe_idx in self._probes():
+            probe = self.params[probe_idx]()
+            if probe is None or probe_idx == first or probe.grad is None \
+                    or not probe.requires_grad:
+                continue
+            if bool(probe.grad.detach().any()):
+                self.stale.append(StaleGradient(probe, self.param_paths[probe_idx], step,
+                                                self.policy))
+
+    def _probes(self) -> list[int]:
+        """The parameters read for a left-over gradient: the first and the last, and the
+        first of each top-level sub-module. A model that holds two networks trained by two
+        optimizers (a generator and its discriminator in one ModuleDict) has one of them
+        reset by the other's loop; the first and last parameters alone may both belong to
+        the one reset properly."""
+        if self._probe_order is None:
+            firsts: dict[str, int] = {}
+            for i, path in enumerate(self.param_paths):
+                firsts.setdefault(path.split(".", 1)[0], i)
+            last = len(self.params) - 1
+            self._probe_order = list(dict.fromkeys([0, last, *firsts.values()]))[:PROBES]
+        return self._probe_order
 
     def _trained_in_eval(self, step: int, clock: StepClock) -> None:
         model = self.model_ref()
@@ -243,7 +264,7 @@ class StaleGradient:
             return
         self.done = True
         _remove(self, "_grad_hook")  # (this hook goes at the next sampled step)
-        if not self.reset():
+        if not self.reset() and "missing-zero-grad" not in self.policy.kinds:
             self.policy.record(AnomalyEvent(
                 "missing-zero-grad", self.step, self.path, "Parameter",
                 f"{self.path!r} held a gradient from before step {self.step} when that "

@@ -117,6 +117,15 @@ class StepClock:
         for listener in self.after_optimizer_step:
             listener()
 
+    def counts(self, optimizer: Any) -> bool:
+        """Whether a step of ``optimizer`` is (or, while none counts yet, would be) a step
+        of this clock: the counting optimizer, or before one, one that holds the model's
+        parameters."""
+        clock = self.optimizer
+        if clock is not None:
+            return clock() is optimizer
+        return self._owns(optimizer)
+
     def _owns(self, optimizer: Any) -> bool:
         owns = self._owners.get(optimizer)
         if owns is None:

@@ -30,25 +30,25 @@ def at_end_of_backward(callback: Callable[[], None]) -> None:
 
 
 class StepPreHook:
-    """A global ``torch.optim`` step pre-hook that calls ``callback()`` before a step of
-    the optimizer ``only()`` names (a weak reference, or ``None``: none yet), registered
-    only between :meth:`start` and :meth:`stop`: global hooks run on every optimizer step
-    of the process. An exception goes to ``on_error``, never into ``optimizer.step()``.
+    """A global ``torch.optim`` step pre-hook that calls ``callback()`` before a step of an
+    optimizer that ``applies(optimizer)`` accepts, registered only between :meth:`start`
+    and :meth:`stop`: global hooks run on every optimizer step of the process. An
+    exception goes to ``on_error``, never into ``optimizer.step()``.
 
     Examples
     --------
-    >>> import torch, weakref
+    >>> import torch
     >>> seen = []
     >>> opt = torch.optim.SGD(torch.nn.Linear(2, 1).parameters(), lr=0.1)
-    >>> hook = StepPreHook(lambda: seen.append(1), lambda: weakref.ref(opt), print)
+    >>> hook = StepPreHook(lambda: seen.append(1), lambda o: o is opt, print)
     >>> hook.start(); opt.step(); hook.stop(); opt.step()
     >>> seen
     [1]
     """
 
-    def __init__(self, callback: Callable[[], None], only: Callable[[], Any],
+    def __init__(self, callback: Callable[[], None], applies: Callable[[Any], bool],
                  on_error: Callable[[str, BaseException], None]) -> None:
-        self.callback, self.only, self.on_error = callback, only, on_error
+        self.callback, self.applies, self.on_error = callback, applies, on_error
         self._handle: Any = None
 
     def start(self) -> None:
@@ -65,8 +65,7 @@ class StepPreHook:
 
     def _hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         try:
-            ref = self.only()
-            if ref is not None and ref() is optimizer:
+            if self.applies(optimizer):
                 self.callback()
         except Exception as exc:
             self.on_error("the step pre-hook", exc)
@@ -93,7 +92,8 @@ def norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 def _values(t: torch.Tensor) -> torch.Tensor:
     """The values whose norm is ``t``'s: a sparse tensor's stored values (coalesced
     first: an ``nn.Embedding(sparse=True)`` gradient repeats the index of a token seen
-    twice in the batch), a dense tensor itself.
+    twice in the batch), a complex tensor's real and imaginary parts (float32 norms of
+    complex tensors raise), a dense tensor itself.
 
     >>> import torch
     >>> g = torch.sparse_coo_tensor([[0, 0, 2]], [3.0, 1.0, 3.0], (4,))
@@ -102,8 +102,8 @@ def _values(t: torch.Tensor) -> torch.Tensor:
     """
     import torch
 
-    if t.layout == torch.strided:
-        return t
+    if t.layout == torch.strided:  # a complex tensor's norm is its real view's
+        return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
     if t.layout == torch.sparse_coo:
         return t.coalesce().values()
     return t.values()  # (compressed layouts store each index once)

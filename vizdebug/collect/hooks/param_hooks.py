@@ -105,7 +105,8 @@ class ParamHooks:
         #: elements per parameter (0 until materialised); updated in place, so a reader
         #: holding this list sees the sizes once they exist
         self.numel = [0 if i in self.waiting else p.numel() for i, p in enumerate(params)]
-        self._made: dict[int, Callable] = {}  # each parameter's hook, made once
+        # each parameter's hook and its key in the hook dict, made once
+        self._made: dict[int, tuple[Callable, int]] = {}
         self._on: list[tuple[weakref.ref, int]] = []  # (parameter, key) while attached
 
     @property
@@ -118,8 +119,7 @@ class ParamHooks:
             self.detach()  # (never twice)
         waiting = set(self.waiting)
         for idx, ref in enumerate(self.params):
-            param = ref()
-            if param is not None and idx not in waiting:
+            if idx not in waiting and (param := ref()) is not None:
                 self._hook(idx, param, make_hook)
 
     def attach_ready(self, make_hook: HookMaker, attached: bool) -> None:
@@ -138,30 +138,37 @@ class ParamHooks:
         self.waiting = [i for i in self.waiting if i not in ready]
 
     def detach(self) -> None:
-        """Take the hooks off (harmless when off), unwiring the dicts left empty."""
+        """Take the hooks off (harmless when off), unwiring the dicts left empty (not inside
+        a backward pass, which may be iterating them: see :func:`drop_empty_hooks`)."""
         on, self._on = self._on, []
+        if not on:
+            return
+        import torch
+
+        unwire = torch._C._current_autograd_node() is None  # (once, not per parameter)
         for ref, key in on:
             param = ref()
             hooks = None if param is None else param._backward_hooks
             if hooks is not None:
                 hooks.pop(key, None)
-                if not hooks:
-                    drop_empty_hooks(param)
+                if not hooks and unwire and param.grad_fn is None:
+                    param._backward_hooks = None
 
     def _hook(self, idx: int, param: Any, make_hook: HookMaker) -> None:
         """What ``param.register_hook`` does, less the handle: our hook at the end of the
-        parameter's hook dict, under a key no handle uses (torch's own counter)."""
-        from torch.utils.hooks import RemovableHandle
-
+        parameter's hook dict, under a key no handle uses (taken from torch's own counter
+        once per parameter, and used again each time it is put back)."""
         if not param.requires_grad:  # (as register_hook would refuse it)
             return
-        hook = self._made.get(idx)
-        if hook is None:
-            hook = self._made[idx] = make_hook(idx)
-        key = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
+        made = self._made.get(idx)
+        if made is None:
+            from torch.utils.hooks import RemovableHandle
+
+            made = self._made[idx] = (make_hook(idx), RemovableHandle.next_id)
+            RemovableHandle.next_id += 1
+        hook, key = made
         hooks = param._backward_hooks
         if hooks is None:
             param._backward_hooks = hooks = OrderedDict()  # (wires the dict into autograd)
         hooks[key] = hook
-        self._on.append((weakref.ref(param), key))
+        self._on.append((self.params[idx], key))

@@ -130,7 +130,10 @@ def _sample(outputs: list[torch.Tensor], axis: int | None,
     ``relus`` outputs (``(relus, ...)``; ``None`` when it is ``None``)."""
     if len(outputs) == 1 and numpy_ready(outputs[0]):
         return _sample_numpy(outputs[0].detach().numpy(), axis, relus)
-    return _sample_torch([t.detach() for t in outputs], axis, relus)
+    import torch
+
+    with torch.no_grad():  # (one context, not a detach() per output)
+        return _sample_torch(outputs, axis, relus)
 
 
 def _sample_numpy(array: np.ndarray, axis: int | None,
@@ -225,7 +228,9 @@ def _sample_torch(tensors: list[torch.Tensor], axis: int | None,
             tensors[0].is_floating_point()):
         return _sample_chunked(tensors, axis, relus)
     stacked = torch.stack(tensors) if len(tensors) > 1 else tensors[0][None]
-    if not stacked.is_floating_point():
+    if stacked.is_complex():
+        stacked = stacked.abs()  # (a complex output's magnitudes: .float() drops the imaginary part)
+    elif not stacked.is_floating_point():
         stacked = stacked.float()
     m, n = len(tensors), tensors[0].numel()
     step = subsample_step(n)

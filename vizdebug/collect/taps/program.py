@@ -15,7 +15,14 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ...records import MAX_FACT_PATHS, MAX_OPTIMIZERS, OptimizerFacts, ProgramFacts, RunDelta
+from ...records import (
+    MAX_FACT_PATHS,
+    MAX_LOSS_FUNCTIONS,
+    MAX_OPTIMIZERS,
+    OptimizerFacts,
+    ProgramFacts,
+    RunDelta,
+)
 from ..hooks.compiled import compiled_paths
 from .axes import AxisWatch
 
@@ -175,7 +182,7 @@ class ProgramTap:
             batch_norms=[list(b) for b in self.batch_norms],
             input_ranges=[list(r) for r in self.input_ranges],
             frozen_norm_drift=dict(list(self.norm_drift.items())[:MAX_FACT_PATHS]),
-            loss_functions=[str(f) for f in self.loss_functions()][:16],
+            loss_functions=[str(f) for f in self.loss_functions()][:MAX_LOSS_FUNCTIONS],
             soft_targets=bool(self.soft_targets()),
         )
 

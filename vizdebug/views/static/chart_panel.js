@@ -14,8 +14,9 @@ function vdFrame(fig, box, state) {
   const shown = fig.data.filter((t) => vdShown(t, state.legend));
   const onAxis = (axis) => shown.filter((t) => (t.yaxis || "y") === axis);
   const heat = shown.find((t) => t.type === "heatmap");
-  const bars = shown.filter((t) => t.type === "bar");
-  const rows = fig.data.find((t) => t.type === "heatmap" || t.type === "bar");
+  // horizontal bars are rows of categories; vertical ones (drift's) are drawn as series
+  const bars = shown.filter((t) => t.type === "bar" && t.orientation !== "v");
+  const rows = fig.data.find((t) => t.type === "heatmap" || (t.type === "bar" && t.orientation !== "v"));
   const f = { left: box.left, right: box.right, top: box.top, bottom: box.bottom, shown,
     heat, bars, categories: rows ? rows.y || [] : null };
   const lin = (a, b, p, q) => (v) => p + (v - a) * (q - p) / ((b - a) || 1);

@@ -6,12 +6,32 @@
 // canvas from the same spec: epoch marks and notes, marker symbols (the non-finite crosses,
 // the off-scale triangles), lone points, the zoom's min/max bands. The ranges are the SVG
 // chart's own (vdFrame: the robust y range, the zoom's fit), the ticks chart_ticks.js's.
+// The drift explorer's overlays and strip and the embedding timeline's quality curve are
+// drawn by the same code from the same spec: vertical bars (uPlot.paths.bars, overlaid or
+// grouped), named ticks, windows and reference levels.
 
 // The spec's line traces that uPlot draws as series (markers alone, bands and the
 // non-finite strip are drawn by the hooks).
 function vdIsSeries(t) {
-  return t.type === "scatter" && (t.mode || "lines").includes("lines") && t.fill !== "toself" &&
-    (t.yaxis || "y") !== "y3";
+  return (t.type === "scatter" && (t.mode || "lines").includes("lines") && t.fill !== "toself" &&
+    (t.yaxis || "y") !== "y3") || vdIsColumn(t);
+}
+
+// A vertical bar trace (a histogram's bins, categories by index).
+function vdIsColumn(t) { return t.type === "bar" && t.orientation === "v"; }
+
+// uPlot's bar paths for the k-th of the vertical bar series: overlaid, each bar its
+// trace's width; grouped, two to a slot side by side (align -1 / 1 put a bar's right or
+// left edge at its x), more centred and narrower.
+function vdColumnPaths(fig, series, t) {
+  const cols = series.filter(vdIsColumn), k = cols.indexOf(t), xs = t.x || [];
+  const spacing = xs.length > 1 ? Math.abs(xs[1] - xs[0]) || 1 : 1;
+  const share = Math.min(1, (t.width ?? 0.8 * spacing) / spacing);
+  if (fig.layout.barmode !== "group" || cols.length < 2) {
+    return uPlot.paths.bars({ size: [share * 0.98, Infinity, 1], align: 0 });
+  }
+  const align = cols.length === 2 ? (k === 0 ? -1 : 1) : 0;
+  return uPlot.paths.bars({ size: [share / cols.length, Infinity, 1], align });
 }
 
 // Aligned columns: one x (the union of the series' steps) and a y per series. A step a
@@ -63,7 +83,8 @@ function vdRanges(fig, state) {
   const f = vdFrame(fig, { left: 0, right: 1, top: 0, bottom: 1 }, state);
   const domain = (fig.layout.yaxis || {}).domain || [0, 1];
   const main = vdDomainRange(f.y[0], f.y[1], domain);
-  const out = { x: f.x, log: f.log, frame: f,
+  const given = (fig.layout.xaxis || {}).range;  // a histogram's edges, categories' slots
+  const out = { x: given && !state.zoom ? given : f.x, log: f.log, frame: f,
     y: f.log ? main.map((v) => Math.pow(10, v)) : main, ticks: { y: f.y } };
   if (f.y2) { out.y2 = vdDomainRange(f.y2[0], f.y2[1], domain); out.ticks.y2 = f.y2; }
   const d3 = f.y3 ? f.y3.domain : [0.93, 1];
@@ -77,8 +98,10 @@ function vdUplotFont(size) { return `${size}px ${VD_FONT}`; }
 // chart_ticks.js.
 function vdAxisOf(view, key, layout, opts) {
   const axis = layout[key === "x" ? "xaxis" : key === "y" ? "yaxis" : "yaxis2"] || {};
+  const named = axis.tickvals && axis.ticktext;  // dates, categories by index
   const splits = (u) => {
     const r = view.ranges;
+    if (key === "x" && named) return axis.tickvals.filter((v) => v >= r.x[0] && v <= r.x[1]);
     if (key === "x") {
       const w = u.bbox.width / uPlot.pxRatio;
       return vdTicks(r.x[0], r.x[1], Math.max(2, Math.min(7, Math.floor(w / 80))));
@@ -95,11 +118,13 @@ function vdAxisOf(view, key, layout, opts) {
   const format = key === "y" ? undefined : axis.tickformat;
   // every split labelled (uPlot's own filter of a log axis blanks those it would not have
   // chosen, as nulls, which vdTickLabels cannot format)
-  const values = (u, vals) => {
+  const numbers = (u, vals) => {
     const labels = vdTickLabels(vals.filter((v) => v !== null), format);
     let k = 0;
     return vals.map((v) => (v === null ? "" : labels[k++]));
   };
+  const values = named ? (u, vals) => vals.map((v) => vdPlain(axis.ticktext[axis.tickvals.indexOf(v)] ?? ""))
+    : numbers;
   return Object.assign({ scale: key, splits, filter: (u, vals) => vals, values,
     label: vdPlain((axis.title || {}).text || ""), labelSize: 16, labelFont: vdUplotFont(11),
     font: vdUplotFont(11), stroke: "#444", gap: 4, ticks: { show: false },
@@ -142,11 +167,26 @@ function vdDrawBelow(u, view) {
   ctx.rect(box.left, box.top, box.width, box.height);
   ctx.clip();
   for (const s of fig.layout.shapes || []) {
-    if (s.type !== "line" || s.xref !== "x" || !(s.x0 >= x0 && s.x0 <= x1)) continue;
-    const px = Math.round(vdPos(u, s.x0, "x")) + 0.5;
     ctx.strokeStyle = vdColour(s.line?.color, "#d0d0d0");
     ctx.lineWidth = uPlot.pxRatio;
-    ctx.setLineDash([2 * uPlot.pxRatio, 3 * uPlot.pxRatio]);
+    ctx.setLineDash(s.line?.dash === "solid" ? [] : [2 * uPlot.pxRatio, 3 * uPlot.pxRatio]);
+    if (s.xref === "paper" && s.yref === "y" && s.y0 !== null && s.y0 !== undefined) {  // a level
+      const py = Math.round(vdPos(u, s.y0, "y")) + 0.5;
+      ctx.beginPath(); ctx.moveTo(box.left, py); ctx.lineTo(box.left + box.width, py); ctx.stroke();
+      continue;
+    }
+    if (s.xref !== "x") continue;
+    if (s.type === "rect") {  // a window: the part of it in view, filled
+      const a = vdPos(u, Math.max(s.x0, x0), "x"), b = vdPos(u, Math.min(s.x1, x1), "x");
+      if (!(b > a)) continue;
+      ctx.globalAlpha = s.opacity ?? 0.5;
+      ctx.fillStyle = vdColour(s.fillcolor, "#ffe0b2");
+      ctx.fillRect(a, box.top, b - a, box.height);
+      ctx.globalAlpha = 1;
+      continue;
+    }
+    if (s.type !== "line" || !(s.x0 >= x0 && s.x0 <= x1)) continue;
+    const px = Math.round(vdPos(u, s.x0, "x")) + 0.5;
     ctx.beginPath(); ctx.moveTo(px, box.top); ctx.lineTo(px, box.top + box.height); ctx.stroke();
   }
   ctx.setLineDash([]);
@@ -232,7 +272,8 @@ function vdDrawAbove(u, view) {
 function vdUplotKey(fig, series, height, ranges) {
   const l = fig.layout;
   return JSON.stringify([height, (l.yaxis || {}).type, !!ranges.y2, !(l.xaxis && l.xaxis.visible === false),
-    series.map((t) => [t.name, t.yaxis, t.line?.color, t.line?.width, t.line?.dash, t.opacity])]);
+    l.barmode, (l.xaxis || {}).ticktext, series.map((t) => [t.type, t.name, t.yaxis, t.line?.color,
+      t.marker?.color, t.line?.width, t.line?.dash, t.opacity])]);
 }
 
 // uPlot's options for a panel. `view`: what the hooks read at draw time ({fig, shown, ranges}).
@@ -254,11 +295,15 @@ function vdUplotOpts(fig, series, view, width, height) {
       vdAxisOf(view, "y", l, { show: axesShown, size: left }),
       ...(y2 ? [vdAxisOf(view, "y2", l, { side: 1, size: right, show: axesShown })] : []),
     ],
-    series: [{}, ...series.map((t) => ({
+    series: [{}, ...series.map((t) => vdIsColumn(t) ? {
+      label: vdPlain(t.name), scale: vdScaleKey(t), points: { show: false }, width: 0,
+      stroke: vdColour(t.marker?.color, "#444"), fill: vdColour(t.marker?.color, "#444"),
+      alpha: t.opacity ?? 1, paths: vdColumnPaths(fig, series, t),
+    } : {
       label: vdPlain(t.name), scale: vdScaleKey(t), spanGaps: false, points: { show: false },
       stroke: vdColour(t.line?.color || t.marker?.color, "#444"), width: t.line?.width ?? 2,
       alpha: t.opacity ?? 1, dash: t.line?.dash === "dot" ? [3, 3] : t.line?.dash === "dash" ? [6, 4] : undefined,
-    }))],
+    })],
     hooks: { drawAxes: [(u) => vdDrawBelow(u, view)], draw: [(u) => vdDrawAbove(u, view)] },
   };
 }

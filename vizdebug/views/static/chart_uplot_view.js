@@ -44,13 +44,14 @@ function vdUplotHover(u, view, px, py) {
   let best = null;
   const xAt = u.posToVal(px, "x");
   for (const t of view.shown) {
-    if (t.type !== "scatter" || t.hoverinfo === "skip" || t.fill === "toself" || !t.x || !t.x.length) continue;
+    const column = vdIsColumn(t);  // a bar: the pointer anywhere over its slot
+    if ((t.type !== "scatter" && !column) || t.hoverinfo === "skip" || t.fill === "toself" || !t.x || !t.x.length) continue;
     const key = vdScaleKey(t);
     if (!view.ranges[key]) continue;
     const i = vdNearest(t.x, xAt), v = t.y[i];
     if (v === null || !isFinite(v) || (view.ranges.log && key === "y" && v <= 0)) continue;
     const x = u.valToPos(t.x[i], "x"), y = u.valToPos(v, key);
-    const d = Math.hypot(x - px, y - py);
+    const d = column ? Math.abs(x - px) : Math.hypot(x - px, y - py);
     if (d > 24 || (best && d >= best.d)) continue;
     const value = vdFormat(v, key === "y2" ? (view.fig.layout.yaxis2 || {}).tickformat : "");
     const xName = (t.hovertemplate || "").startsWith("step") ? "step" : "x";
@@ -64,7 +65,8 @@ const VD_TIP_CSS = "position:absolute;display:none;pointer-events:none;backgroun
   "border:1px solid #bbb;border-radius:3px;padding:2px 6px;white-space:nowrap;z-index:2;font:12px ";
 
 // A line chart in `div`, drawn by uPlot: draw(fig) as often as wanted; options.onZoom as
-// for vdChart (the dashboard asks the kernel for the points of the range).
+// for vdChart (the dashboard asks the kernel for the points of the range); vertical bar
+// traces (the drift explorer's) are drawn as bars.
 function vdLineChart(div, options = {}) {
   let u = null, key = "", series = [], width = div.clientWidth || 600, drag = false;
   const state = { zoom: null, legend: new Map() };
@@ -83,7 +85,10 @@ function vdLineChart(div, options = {}) {
   dot.style.cssText = "position:absolute;display:none;pointer-events:none;width:8px;height:8px;" +
     "margin:-5px 0 0 -5px;border-radius:50%;border:1.5px solid #fff;z-index:2";
   const svgNow = () => vdPanelSvg(view.fig, width, state).svg;  // what export writes
-  host.append(tip, dot, vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`, svgNow));
+  host.append(tip, dot);
+  // export draws the spec with the SVG panels (chart_panel.js), which know the dashboard's
+  // traces only: the drift and embedding charts go without (options.exportable false)
+  if (options.exportable !== false) host.append(vdExportBar(host, `vizdebug-${div.dataset.panel || "chart"}`, svgNow));
   // the title's and legend's row, measured only when their text or the width changed (a
   // read of offsetHeight after a write forces the whole page's layout: in JupyterLab that
   // cost more than the chart's redraw)

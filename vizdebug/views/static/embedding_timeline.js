@@ -1,10 +1,9 @@
 // Client side of EmbeddingTimelineView. Loaded after embeddings_widget.js (its helpers:
 // vdArray, vdEl, vdEncoding, vdControls, vdSelectTools, vdShowTip, vdStrip, vdLegend,
-// vdCreatePlot, vdNoWebGL, vdStatus). Every frame's layout arrives once as float32 bytes
+// vdCreatePlot, vdNoWebGL, vdStatus) and the dashboard's charts (vdLineChart on uPlot). Every frame's layout arrives once as float32 bytes
 // (frame f holds points f*n .. f*n+n-1); the epoch slider, the curve's marker, hover,
 // colouring and selection run here, so they work while the kernel is busy.
 const VDT_CURVE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c"];
-const VDT_SVG = "http://www.w3.org/2000/svg";
 
 function vdtData(model) {
   const n = model.get("n_points");
@@ -31,38 +30,42 @@ function vdtFrameName(model, f) {
   return `step ${steps[f]}${epoch} (${f + 1} of ${steps.length})`;
 }
 
-function vdtSvg(tag, attrs, text) {
-  const e = document.createElementNS(VDT_SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  if (text !== undefined) e.textContent = text;
-  return e;
+// The quality curve as a chart spec (views/chart_spec.py): one line per figure in [0, 1]
+// over the frames' steps, the current frame marked. The spec views/embeddings_data.py's
+// curve_spec builds for the static twin (tests/test_drift_figure.py holds them to one).
+function vdtCurveSpec(curve, steps, f) {
+  const data = [], now = [], at = f >= 0 && f < steps.length ? steps[f] : null;
+  Object.entries(curve || {}).forEach(([name, values], k) => {
+    const color = VDT_CURVE_COLOURS[k % VDT_CURVE_COLOURS.length], label = vdEsc(name);
+    const y = values.map((v) => (v === null || v === undefined || Number.isNaN(v) ? null : v));
+    data.push({ type: "scatter", mode: "lines", name: label, x: steps.slice(0, y.length), y,
+      line: { color, width: 1.5 }, hovertemplate: "step %{x}: %{y}" });
+    const v = f >= 0 && f < y.length ? y[f] : null;
+    data.push({ type: "scatter", mode: "markers", name: label, showlegend: false, hoverinfo: "skip",
+      x: [at], y: [v], marker: { color, size: 7 } });
+    now.push(v === null ? `${label} \u2013` : `${label} ${v.toFixed(3)}`);
+  });
+  const shapes = at === null ? [] : [{ type: "line", xref: "x", yref: "paper", x0: at, x1: at, y0: 0, y1: 1,
+    line: { color: "#d62728", dash: "solid" } }];
+  return { data, layout: { height: 150, margin: { l: 34, r: 8, t: 26, b: 24 }, showlegend: true,
+    legend: { orientation: "h" }, shapes, title: { text: at === null ? "" : `step ${at}: ${now.join(" \u00b7 ")}` },
+    xaxis: {}, yaxis: { range: [0, 1.02] } } };
 }
 
-// The separability curve: one line per figure in [0, 1], the current frame marked.
-function vdtCurve(host, curve, frames, f) {
-  const W = 260, H = 130, left = 28, top = 8, w = W - 36, h = H - 30;
-  const at = (i, v) => [left + (w * i) / Math.max(1, frames - 1), top + h * (1 - v)];
-  const svg = vdtSvg("svg", { width: W, height: H, class: "vd-emb-curve" });
-  svg.append(vdtSvg("rect", { x: left, y: top, width: w, height: h, fill: "none", stroke: "#ccc" }),
-    vdtSvg("text", { x: 2, y: top + 8, "font-size": 10 }, "1"),
-    vdtSvg("text", { x: 2, y: top + h, "font-size": 10 }, "0"));
-  Object.entries(curve || {}).forEach(([name, values], k) => {
-    const colour = VDT_CURVE_COLOURS[k % VDT_CURVE_COLOURS.length];
-    const pts = values.map((v, i) => (v === null ? null : at(i, v))).filter((p) => p);
-    if (pts.length) {
-      svg.append(vdtSvg("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: colour, "stroke-width": 1.5 }));
-      const v = values[f];
-      if (v !== null && v !== undefined) {
-        const [cx, cy] = at(f, v);
-        svg.append(vdtSvg("circle", { cx, cy, r: 3.5, fill: colour }));
-      }
-    }
-    const label = values[f] === null || values[f] === undefined ? "" : ` ${values[f].toFixed(3)}`;
-    svg.append(vdtSvg("text", { x: left + 4 + 120 * k, y: H - 4, "font-size": 10, fill: colour }, name + label));
-  });
-  const x = at(f, 0)[0];
-  svg.append(vdtSvg("line", { x1: x, x2: x, y1: top, y2: top + h, stroke: "#d62728", class: "vd-emb-now" }));
-  host.replaceChildren(svg);
+// The curve drawn by the dashboard's uPlot chart (kept: a slider move is setData), the
+// frame's figures in words under it.
+function vdtCurve(ui, curve, steps, f) {
+  if (!ui.curveChart) {
+    const box = vdEl("div", "vd-emb-curve");
+    ui.curvePlot = vdEl("div", "vd-emb-curve-plot");
+    ui.curveNow = vdEl("div", "vd-emb-now vd-note");
+    box.append(ui.curvePlot, ui.curveNow);
+    ui.curve.replaceChildren(box);
+    ui.curveChart = vdLineChart(ui.curvePlot, { exportable: false });
+  }
+  const spec = vdtCurveSpec(curve, steps, f);
+  ui.curveNow.textContent = vdPlain(spec.layout.title.text);
+  ui.curveChart.draw({ data: spec.data, layout: { ...spec.layout, title: undefined } });
 }
 
 function vdtSlider(model, frames) {
@@ -104,7 +107,7 @@ function vdtRender({ model, el }) {
   const marks = () => {
     const f = Number(time.slider.value);
     time.label.textContent = vdtFrameName(model, f);
-    vdtCurve(ui.curve, model.get("curve"), s.d.frames, f);
+    vdtCurve(ui, model.get("curve"), model.get("steps"), f);
   };
   const recolour = () => {
     ui.pick.value = model.get("color_by");
@@ -134,7 +137,11 @@ function vdtRender({ model, el }) {
   marks();
   recolour();
   vdtStart(model, el, ui, s, recolour, 0);
-  return () => { clearInterval(s.timer); clearTimeout(s.saveTimer); if (s.plot) s.plot.destroy(); };
+  return () => {
+    clearInterval(s.timer); clearTimeout(s.saveTimer);
+    if (s.plot) s.plot.destroy();
+    if (ui.curveChart) ui.curveChart.purge();
+  };
 }
 
 function vdtStart(model, el, ui, s, recolour, tries) {
