@@ -31,7 +31,8 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 def run_js(body: str, data: object = None) -> object:
     script = "".join((STATIC / name).read_text() for name in
-                     ("dashboard_state.js", *dash_module.CHART_FILES))
+                     ("dashboard_state.js", *dash_module.CHART_FILES, "chart_uplot.js",
+                      "chart_uplot_view.js"))
     script += '\nconst input = JSON.parse(require("fs").readFileSync(0, "utf8"));\n'
     script += f"console.log(JSON.stringify((() => {{ {body} }})()));"
     out = subprocess.run([NODE, "-e", script], input=json.dumps(data), capture_output=True,
@@ -131,9 +132,14 @@ def test_legend_choices_zoom_and_log_scale():
     const zoomed = vdPanelSvg(fig, 900, {zoom: [50, 100], legend: new Map()});
     const log = vdPanelSvg(vdCurvesView(input.curves, 0.6, true), 900, {zoom: null, legend: new Map()});
     const names = (o) => o.frame.shown.map((t) => t.name);
+    // the hover of the uPlot chart that draws this panel, its pixel maps the frame's
+    const f = base.frame, view = {fig, shown: f.shown, ranges: vdRanges(fig, {zoom: null,
+      legend: new Map()})};
+    const u = {posToVal: (px) => f.xOf(px),
+               valToPos: (v, key) => (key === "x" ? f.sx(v) : vdScaleOf(f, {yaxis: key})(v))};
     return {base: names(base), lr: names(shownLr), noLoss: names(noLoss), x: zoomed.frame.x,
-            full: base.frame.x, log: log.frame.log, hover: vdHoverLine(base.frame,
-              base.frame.sx(100), base.frame.sy(fig.data[0].y[fig.data[0].x.indexOf(100)]))};
+            full: base.frame.x, log: log.frame.log, hover: vdUplotHover(u, view,
+              f.sx(100), f.sy(fig.data[0].y[fig.data[0].x.indexOf(100)]))};
     """, panels)
     assert not any(n.startswith("lr") for n in out["base"])  # legend-only until clicked
     assert any(n.startswith("lr") for n in out["lr"])

@@ -34,7 +34,12 @@ SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
 _RUN_SCRIPTS = """
 const vm = require("vm");
 const scripts = JSON.parse(require("fs").readFileSync(0, "utf8"));
-const context = vm.createContext({document: {getElementById: () => null}});
+const context = vm.createContext({document: {getElementById: () => null},
+  // what uPlot reads as it loads (the screen's pixel ratio and its media query)
+  navigator: {userAgent: ""}, devicePixelRatio: 1, CustomEvent: class {},
+  addEventListener() {}, dispatchEvent() {},
+  matchMedia: () => ({matches: false, addListener() {}, addEventListener() {}})});
+context.window = context;  // as in a page: the global object is `window`
 const errors = [];
 for (const code of scripts) {
   try { vm.runInContext(code, context); } catch (e) { errors.push(`${e.name}: ${e.message}`); }
@@ -59,6 +64,12 @@ def test_two_dashboards_scripts_share_one_page(tmp_path):
     page = vd.report(sessions, tmp_path / "two.html", progress=False).read_text()
     assert page.count("vdDrawStatic(") >= 2
     assert _script_errors(page) == []
+    uplot = (Path(dashboard_module.__file__).with_name("static") /
+             dashboard_module.UPLOT_FILES[0]).read_text(encoding="utf-8")
+    assert page.count(uplot) == 1  # the charts' library once, for both dashboards
+    # fragments joined by hand keep both copies: the second is idle, not an error
+    twice = "".join(Dashboard.from_session(s, live=False).to_html() for s in sessions)
+    assert twice.count(uplot) == 2 and _script_errors(twice) == []
     # and each draws into its own element, also when one view is rendered twice (a
     # session renders through a short-lived dashboard, whose id() comes round again)
     dash = Dashboard.from_session(sessions[0], live=False)
@@ -67,6 +78,22 @@ def test_two_dashboards_scripts_share_one_page(tmp_path):
     targets = re.findall(r"vdDrawStatic\('([^']+)'", page)
     assert len(targets) == 3 and len(set(targets)) == 3
     assert all(page.count(f'id="{t}"') == 1 for t in targets)
+
+
+def test_a_saved_dashboard_shows_its_final_state_without_a_script(tmp_path):
+    """A page that runs no script (GitHub, nbconvert without JS): the element the script
+    draws the charts into holds the static twin's pictures of the same final state."""
+    _, session = small_session(40, every=2)
+    session.close()
+    page = session.dashboard().save(tmp_path / "dash.html").read_text(encoding="utf-8")
+    div = re.search(r'<div id="(vd-dash-[0-9a-f]+)" class="vd-saved-charts"[^>]*>(.*?)'
+                    r"<!--vd-once:", page, re.S)
+    assert div, "no chart element"
+    assert re.findall(r"vdDrawStatic\('([^']+)'", page) == [div.group(1)]
+    pictures = div.group(2)
+    assert pictures.count("<svg") == 5 and "Learning curves" in html.unescape(pictures)
+    assert "val_loss" in pictures and "<script" not in pictures
+    assert pictures.strip() in Dashboard(session, live=False)._twin_html()  # the twin's own
 
 
 # -- the embedding legend, and the picture's caption -------------------------------------------
@@ -228,8 +255,9 @@ def test_a_lone_point_is_drawn_as_a_dot_not_left_out():
     curves = figure_svg(twin_figure(panels["curves"]))
     assert curves.count("<circle") == 2  # the raw and the smoothed value at step 1
     if NODE is not None:
-        assert _node_panel_svg(panels["system"]).count("<circle") == 2 + 1  # + the hover dot
-        assert _node_panel_svg(panels["curves"]).count("<circle") == 2 + 1
+        # the browser's SVG (a line panel's export) draws them too
+        assert _node_panel_svg(panels["system"]).count("<circle") == 2
+        assert _node_panel_svg(panels["curves"]).count("<circle") == 2
 
 
 def test_a_paged_grid_shown_twice_pages_itself():

@@ -12,7 +12,7 @@ from typing import Any
 from .errors import VizdebugError, VizdebugTypeError, describe, short_repr
 from .findings import Finding, Findings, findings_html
 from .progress import Progress
-from .views._base import CSS
+from .views._base import CSS, keep_first
 
 MAX_NESTING = 8     # lists of lists of views a report unpacks
 MAX_PARTS = 10_000  # parts of one report
@@ -96,7 +96,7 @@ def report(session_or_run: Any, path: str | os.PathLike, *,
             bar.stage = str(getattr(p, "title", "") or type(p).__name__)[:60]
             sections += [_section(p), *_embedding_sections(p)]
             bar.update()
-    body = "".join(sections)
+    body = keep_first("".join(sections))  # the charts' library once, however many dashboards
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"

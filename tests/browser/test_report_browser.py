@@ -1,5 +1,6 @@
-"""A report opened in Chromium with the network blocked: the dashboard's five SVG charts
-draw from the inline script, hover works offline, and a hostile metric name is text."""
+"""A report opened in Chromium with the network blocked: the dashboard's five charts (the
+line panels on uPlot, the heatmap and the bars as SVG) draw from the inline script, hover
+works offline, and a hostile metric name is text."""
 
 from __future__ import annotations
 
@@ -25,10 +26,15 @@ def test_a_report_draws_its_dashboard_offline(tmp_path):
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(path.as_uri())
-        assert page.locator(".vd-dashboard .vd-chart-svg").count() == 5
+        assert page.locator(".vd-dashboard .vd-chart-uplot .uplot").count() == 3
+        assert page.locator(".vd-dashboard .vd-panel svg.vd-chart-svg").count() == 2
         legend = page.evaluate(  # the full names (a long one is cut in the key)
-            "() => [...document.querySelectorAll('.vd-legend-item title')].map((e) => e.textContent)")
+            "() => [...document.querySelectorAll('.vd-panel-curves .vd-legend-item')]"
+            ".map((e) => e.title)")
         assert EVIL in legend, legend
+        title = page.evaluate("() => document.querySelector('.vd-panel-curves .vd-chart-title')"
+                              ".textContent")
+        assert title.startswith("Learning curves"), title
         assert page.locator('img[src="x"]').count() == 0
         area = page.locator(".vd-plot-area").nth(1)  # the gradient panel
         area.scroll_into_view_if_needed()  # below the fold once the epoch table is above it

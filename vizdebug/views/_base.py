@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 import uuid
 from functools import cache
@@ -50,9 +51,34 @@ def script_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def once_per_page(key: str, block: str) -> str:
+    """``block`` (a style, a script) marked so that :func:`keep_first` leaves only its
+    first copy on a page: the charts' library that each dashboard of a report carries."""
+    if not re.fullmatch(r"[0-9a-z]{1,40}", key):
+        raise ValueError(f"a block's key is 1-40 lowercase letters or digits, got {key!r}")
+    return f"<!--vd-once:{key}-->{block}<!--/vd-once:{key}-->"
+
+
+_ONCE = re.compile(r"<!--vd-once:([0-9a-z]+)-->.*?<!--/vd-once:\1-->", re.S)
+
+
+def keep_first(page: str) -> str:
+    """``page`` with each block of :func:`once_per_page` kept where it first appears and
+    dropped where it repeats (user text cannot forge the markers: it is escaped)."""
+    seen: set[str] = set()
+
+    def first(match: re.Match) -> str:
+        if match.group(1) in seen:
+            return ""
+        seen.add(match.group(1))
+        return match.group(0)
+
+    return _ONCE.sub(first, page)
+
+
 def standalone_page(title: str, body: str) -> str:
     """A whole HTML document that works offline."""
-    return (
+    return keep_first(
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
         f"<body class='vd-view' style='max-width:1200px;margin:16px auto'>{body}</body></html>"

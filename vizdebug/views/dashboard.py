@@ -12,6 +12,7 @@ in another thread."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import threading
@@ -27,7 +28,7 @@ import numpy as np
 from ..analysis.training.diagnose import diagnose
 from ..findings import Findings, findings_html, fold, worst_severity
 from ..records import TrainingRecords, TrainingSource
-from ._base import TWIN_INTERVAL, View, live_esm, script_json
+from ._base import TWIN_INTERVAL, View, live_esm, once_per_page, script_json
 from ._dashboard_delta import DeltaEncoder
 from ._dashboard_figure import PANELS, dashboard_panels, twin_figure
 from ._dashboard_zoom import answer_zoom
@@ -38,6 +39,7 @@ from .panels_static import panels_html
 
 _STATIC = Path(__file__).with_name("static")
 _HALF = ("grads", "health", "timing", "system")  # two to a row
+_WRAP = "display:flex;flex-wrap:wrap;gap:8px;max-width:1000px"
 MIN_INTERVAL = 0.3
 BUDGET = 0.02
 
@@ -45,8 +47,8 @@ BUDGET = 0.02
 #: the charts' scripts in load order: the ticks and number formats (shared with the drift
 #: explorer), the pure helpers, the panels, the view
 CHART_FILES = ("chart_ticks.js", "chart_core.js", "chart_panel.js", "chart_view.js")
-#: the live widget's line panels (curves, timing, system) on uPlot (vendored, pinned; its
-#: one binding, ``var uPlot``, is module-local in the ESM), after the files above
+#: the line panels (curves, timing, system) on uPlot (vendored, pinned; ``var uPlot`` is
+#: module-local in the ESM, function-local on a saved page), after the files above
 UPLOT_FILES = ("vendor/uPlot-1.6.32.iife.min.js", "chart_uplot.js", "chart_uplot_view.js")
 UPLOT_CSS = "vendor/uPlot-1.6.32.min.css"
 
@@ -57,12 +59,23 @@ def _charts_js() -> str:
     return "\n".join((_STATIC / name).read_text(encoding="utf-8") for name in CHART_FILES)
 
 
-def _static_script(div_id: str, spec: str) -> str:
-    """The saved page's script for one dashboard: the charts and the call that draws them,
-    in one function's scope. A page may hold any number of dashboards (a report of several
-    runs, a notebook page), and the charts' top-level ``const``s would be declared again by
-    a second copy in the page's global scope, which throws and draws nothing."""
-    return f"(function(){{\n{_charts_js()}\nvdDrawStatic('{div_id}',{spec});\n}})();"
+@cache
+def _saved_charts() -> tuple[str, str]:
+    """A saved page's charts (the curves' smoothing, ours, uPlot and the line panels on
+    it) in one function's scope, as (a style and script block, its entry point's name): a
+    report keeps the block once (``once_per_page``: uPlot's 51 KB once), and a copy that
+    stays (fragments joined by hand) is idle, its consts in a scope of their own."""
+    read = lambda name: (_STATIC / name).read_text(encoding="utf-8")  # noqa: E731
+    code = "\n".join(map(read, ("dashboard_state.js", *CHART_FILES, *UPLOT_FILES)))
+    key = hashlib.sha1(code.encode("utf-8")).hexdigest()[:10]  # one per vizdebug version
+    block = (f"<style>{read(UPLOT_CSS)}</style><script>if(!window.vdCharts_{key})(function(){{"
+             f"\n{code}\nwindow.vdCharts_{key} = {{ vdDrawStatic }};\n}})();</script>")
+    return once_per_page(key, block), f"vdCharts_{key}"
+
+
+def _static_script(div_id: str, spec: str) -> str:  # one dashboard's call, after the block
+    entry = _saved_charts()[1]
+    return f"if(window.{entry})window.{entry}.vdDrawStatic('{div_id}',{spec});"
 
 
 @cache
@@ -215,30 +228,33 @@ class Dashboard(View):
         return source_figure(self.source, panel)
 
     def _static_html(self) -> str:
-        """The page version (reports, ``save``): the same SVG charts as the live widget,
-        drawn by an inline script from the panels (hover, legend, zoom work offline)."""
+        """The page version (reports, ``save``): the live widget's charts drawn by a script
+        over the twin's pictures (what a page that runs no script shows)."""
         panels, found, status = self._content(flush=not self.source.closed)
         # unique on any page: id(self) repeats once a view is collected (a report renders
         # each session through a short-lived dashboard), and an nbconvert page holds the
         # outputs of earlier kernels
         div_id = f"vd-dash-{uuid.uuid4().hex[:12]}"
         spec = script_json({name: panels[name] for name in PANELS})
-        return (f'<div class="vd-dashboard"><h3>Training dashboard</h3>'
-                f'<p class="vd-note">{html.escape(status)}</p>{found}'
-                f'<div id="{div_id}" style="display:flex;flex-direction:column;gap:4px"></div>'
-                f"<script>{_static_script(div_id, spec)}</script></div>")
+        return (f'<div class="vd-dashboard"><h3>Training dashboard</h3><p class="vd-note">'
+                f'{html.escape(status)}</p>{found}<div id="{div_id}" class="vd-saved-charts" style='
+                f'"display:flex;flex-direction:column;gap:4px">{self._pictures(panels)}</div>'
+                f"{_saved_charts()[0]}<script>{_static_script(div_id, spec)}</script></div>")
 
-    def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
-        """The static twin: the same content as a light SVG picture (no plotly.js)."""
-        panels, found, status = content or self._content(flush=not self.source.closed)
+    @staticmethod
+    def _pictures(panels: dict[str, Any]) -> str:  # as the kernel draws them: SVG, no script
         pictures = "".join(
             f'<div style="flex:1 1 {45 if name in _HALF else 100}%;min-width:320px">'
             f"{figure_svg(twin_figure(panels[name]), width=560 if name in _HALF else 1000)}</div>"
             for name in PANELS)
+        return f'<div class="vd-twin-charts" style="{_WRAP}">{pictures}</div>'
+
+    def _twin_html(self, content: tuple[dict[str, Any], str, str] | None = None) -> str:
+        """The static twin: the same content as a light SVG picture (no plotly.js)."""
+        panels, found, status = content or self._content(flush=not self.source.closed)
         return (f'<div class="vd-dashboard vd-dashboard-static"><h3>Training dashboard</h3>'
                 f'<p class="vd-note vd-twin-status">{html.escape(status)}</p>{found}'
-                f'<div class="vd-twin-charts" style="display:flex;flex-wrap:wrap;gap:8px;max-width:1000px">'
-                f"{pictures}</div></div>")
+                f"{self._pictures(panels)}</div>")
 
     def _sync_twin(self, content: tuple[dict[str, Any], str, str], force: bool) -> None:
         """After a push: the static twin too, when due (see ``View.update_twin``)."""

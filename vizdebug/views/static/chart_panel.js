@@ -1,8 +1,11 @@
 // vizdebug dashboard charts, part 2 of 3: one panel dict (plotly-shaped, from
-// _dashboard_figure.py) as one SVG string. What the panels use is drawn: scatter lines and
-// markers on a main axis (linear or log), a right axis and the non-finite band; a heatmap
-// with its colour bar; horizontal grouped bars on categories; epoch lines, notes, shapes;
-// a legend. Pure apart from the heatmap's image (a canvas, when there is a document).
+// _dashboard_figure.py) as one SVG string: the heatmap and grouped-bar panels as the page
+// shows them (vdChart), and any panel as its SVG export (the line panels are drawn by
+// uPlot, whose canvas has no SVG form; vdFrame's ranges are theirs too). What the panels
+// use is drawn: scatter lines and markers on a main axis (linear or log), a right axis and
+// the non-finite band; a heatmap with its colour bar; horizontal grouped bars on
+// categories; epoch lines, notes, shapes; a legend. Pure apart from the heatmap's image
+// (a canvas, when there is a document).
 
 // Where everything goes: the plot's pixel frame and a scale per axis. `categories`: the
 // rows of a heatmap or bar panel (the first at the top), else the y axis is numeric.
@@ -164,14 +167,20 @@ function vdScaleOf(f, trace) {
   return axis === "y2" ? f.sy2 : axis === "y3" ? f.sy3 : f.sy;
 }
 
-// Points with no drawable neighbour: a line through one point has no length, so each is
-// drawn as a dot (a metric logged once, the one system sample of a short run, a value
-// between two NaNs) instead of not at all.
-function vdLonePoints(x, y, log) {
-  const ok = (i) => i >= 0 && i < y.length && y[i] !== null && isFinite(y[i]) &&
-    !(log && y[i] <= 0) && x[i] !== null;
+// Points with no drawable neighbour, within [x0, x1]: a line through one point has no
+// length, so each is drawn as a dot (a metric logged once, the one system sample of a
+// short run, a value between two NaNs) instead of not at all (by uPlot's hooks and here).
+function vdLone(x, y, log, x0, x1) {
   const out = [];
-  for (let i = 0; i < y.length; i++) if (ok(i) && !ok(i - 1) && !ok(i + 1)) out.push(i);
+  let prev = false, cur = false;
+  for (let i = 0; i < y.length; i++) {
+    if (i === 0) { const v = y[0]; cur = v !== null && isFinite(v) && !(log && v <= 0) && x[0] !== null; }
+    const w = y[i + 1];
+    const next = i + 1 < y.length && w !== null && isFinite(w) && !(log && w <= 0) && x[i + 1] !== null;
+    if (cur && !prev && !next && x[i] >= x0 && x[i] <= x1) out.push(i);
+    prev = cur;
+    cur = next;
+  }
   return out;
 }
 
@@ -191,7 +200,7 @@ function vdLines(f, parts) {
       parts.push(`<path d="${vdLinePath(t.x, t.y, f.sx, sy, log)}" fill="none" stroke="${colour}" ` +
         `stroke-width="${t.line?.width ?? 2}" stroke-linejoin="round"${dash}/>`);
       if (!mode.includes("markers")) {
-        for (const i of vdLonePoints(t.x, t.y, log)) {
+        for (const i of vdLone(t.x, t.y, log, -Infinity, Infinity)) {
           parts.push(vdSymbol("circle", vdPx(f.sx(t.x[i])), vdPx(sy(t.y[i])), 6, colour));
         }
       }
@@ -372,9 +381,6 @@ function vdPanelSvg(fig, width, state) {
       : vdLegendSvg(legend, f.right, 12, true));
   }
   parts.push(`<rect class="vd-plot-area" x="${f.left}" y="${f.top}" width="${f.right - f.left}" ` +
-    `height="${f.bottom - f.top}" fill="transparent"/>`,
-  `<rect class="vd-zoom-box" x="0" y="${f.top}" width="0" height="${f.bottom - f.top}" ` +
-    `fill="rgba(0,0,0,0.08)" stroke="#999" display="none"/>`,
-  `<circle class="vd-hover-dot" r="4" display="none" stroke="#fff" stroke-width="1.5"/>`, "</svg>");
+    `height="${f.bottom - f.top}" fill="transparent"/>`, "</svg>");
   return { svg: parts.join(""), frame: f, height };
 }

@@ -69,22 +69,6 @@ function vdAlign(traces, log) {
   return [xs, ...cols];
 }
 
-// Points with no drawable neighbour (a line through one point has no length): drawn as
-// dots, as chart_panel.js's vdLonePoints does for the SVG.
-function vdLone(x, y, log, x0, x1) {
-  const out = [];
-  let prev = false, cur = false;
-  for (let i = 0; i < y.length; i++) {
-    if (i === 0) { const v = y[0]; cur = v !== null && isFinite(v) && !(log && v <= 0) && x[0] !== null; }
-    const w = y[i + 1];
-    const next = i + 1 < y.length && w !== null && isFinite(w) && !(log && w <= 0) && x[i + 1] !== null;
-    if (cur && !prev && !next && x[i] >= x0 && x[i] <= x1) out.push(i);
-    prev = cur;
-    cur = next;
-  }
-  return out;
-}
-
 // A range [lo, hi] that puts [a, b] on the `domain` part of the plot's height (the
 // curves' main axis leaves the top strip to the non-finite marks).
 function vdDomainRange(a, b, domain) {
@@ -132,9 +116,16 @@ function vdAxisOf(view, key, layout, opts) {
     return vdTicks(t[0], t[1], key === "y" ? 6 : 5);
   };
   const format = key === "y" ? undefined : axis.tickformat;
+  // every split labelled (uPlot's own filter of a log axis blanks those it would not have
+  // chosen, as nulls, which vdTickLabels cannot format)
+  const numbers = (u, vals) => {
+    const labels = vdTickLabels(vals.filter((v) => v !== null), format);
+    let k = 0;
+    return vals.map((v) => (v === null ? "" : labels[k++]));
+  };
   const values = named ? (u, vals) => vals.map((v) => vdPlain(axis.ticktext[axis.tickvals.indexOf(v)] ?? ""))
-    : (u, vals) => vdTickLabels(vals, format);
-  return Object.assign({ scale: key, splits, values,
+    : numbers;
+  return Object.assign({ scale: key, splits, filter: (u, vals) => vals, values,
     label: vdPlain((axis.title || {}).text || ""), labelSize: 16, labelFont: vdUplotFont(11),
     font: vdUplotFont(11), stroke: "#444", gap: 4, ticks: { show: false },
     grid: { show: key !== "y2", stroke: "#eee", width: 1 } }, opts);

@@ -202,3 +202,31 @@ function vdLineChart(div, options = {}) {
     },
   };
 }
+
+// A saved page (a report, Dashboard.save): the panels laid out in the element `id`, drawn
+// as the live widget draws them (the line panels by uPlot, the heatmap and the bars as our
+// SVG), with its smoothing and log scale controls; a drag zooms within the saved points.
+// What the element held (the kernel's SVG picture, for a page that runs no script) is
+// replaced.
+function vdDrawStatic(id, panels) {
+  const grid = document.getElementById(id);
+  if (!grid) return;
+  grid.innerHTML = `<div class="vd-bar" style="display:flex;gap:16px;align-items:center;margin:2px 0;` +
+    `justify-content:flex-end;flex-wrap:wrap"><label>smoothing <input class="vd-smooth" type="range" ` +
+    `min="0" max="0.99" step="0.01" value="0.6" style="vertical-align:middle"></label><label>` +
+    `<input class="vd-log" type="checkbox"> log scale</label></div>${vdPanelGrid()}`;
+  const smooth = grid.querySelector(".vd-smooth"), log = grid.querySelector(".vd-log");
+  const svgOnly = (fig) => fig.data.some((t) => t.type === "heatmap" || (t.type === "bar" && t.orientation !== "v"));
+  let curves = null;
+  grid.querySelectorAll(".vd-panel").forEach((div) => {
+    const fig = panels[div.dataset.panel];
+    if (!fig) return;
+    const chart = (svgOnly(fig) ? vdChart : vdLineChart)(div);
+    if (div.dataset.panel !== "curves") { chart.draw(fig); return; }
+    curves = () => chart.draw(vdCurvesView(fig, parseFloat(smooth.value), log.checked));
+    curves();
+  });
+  if (!curves) { grid.querySelector(".vd-bar").remove(); return; }
+  smooth.addEventListener("input", curves);
+  log.addEventListener("change", curves);
+}

@@ -1,29 +1,10 @@
-// vizdebug dashboard charts, part 3 of 3: a panel in the page, with what a user does to
-// it: hover for values, click a legend entry to hide or show its series, drag across a
-// line panel to zoom its steps (double-click: all steps). The zoom and the legend's
-// choices stay through the refreshes, as plotly's uirevision kept them; a chart follows
-// its own div's width.
+// vizdebug dashboard charts, part 3 of 3: an SVG panel (the heatmap, the grouped bars) in
+// the page, with what a user does to it: hover for values, click a legend entry to hide or
+// show its series; the legend's choices stay through the refreshes, as plotly's uirevision
+// kept them; a chart follows its own div's width. The line panels are uPlot charts
+// (chart_uplot_view.js), live and on saved pages; their SVG and PNG export is drawn here.
 
-// What the pointer at (px, py) is on: {x, y, text, colour} or null.
-function vdHoverLine(f, px, py) {
-  let best = null;
-  for (const t of f.shown) {
-    if (t.type !== "scatter" || t.hoverinfo === "skip" || !t.x || !t.x.length) continue;
-    const sy = vdScaleOf(f, t), axis = t.yaxis || "y";
-    if (!sy) continue;
-    const i = vdNearest(t.x, f.xOf(px)), v = t.y[i];
-    if (v === null || !isFinite(v) || (f.log && axis === "y" && v <= 0)) continue;
-    const d = Math.hypot(f.sx(t.x[i]) - px, sy(v) - py);
-    if (d > 24 || (best && d >= best.d)) continue;
-    const value = vdFormat(v, axis === "y2" ? f.y2Format : "");
-    const xName = (t.hovertemplate || "").startsWith("step") ? "step" : "x";
-    const text = t.text && t.text[i] ? vdPlain(t.text[i])
-      : `${vdPlain(t.name)} · ${xName} ${t.x[i]}: ${value}`;
-    best = { d, x: f.sx(t.x[i]), y: sy(v), text, colour: t.line?.color || t.marker?.color };
-  }
-  return best;
-}
-
+// What the pointer at (px, py) is on (a heatmap cell, a bar): {x, y, text} or null.
 function vdHoverCell(f, px, py) {
   const row = Math.floor((py - f.top) / f.rowHeight);
   const name = f.categories[row];
@@ -99,12 +80,9 @@ function vdExportBar(host, name, source) {
   return bar;
 }
 
-// A chart in `div`: draw(fig) as often as wanted. `options.onZoom(range, pixels)` hears of
-// each drag-zoom ([lo, hi] in x, and the plot's width in pixels) and of each reset (null):
-// the dashboard asks the kernel for the points of that range; the chart has already
-// zoomed the data it holds, which is all a page without a kernel gets.
-function vdChart(div, options = {}) {
-  let fig = null, frame = null, drag = null, width = div.clientWidth || 600;
+// An SVG chart (a heatmap or grouped bars) in `div`: draw(fig) as often as wanted.
+function vdChart(div) {
+  let fig = null, frame = null, width = div.clientWidth || 600;
   const state = { zoom: null, legend: new Map() };
   div.innerHTML = `<div class="vd-chart" style="position:relative"></div>`;
   const host = div.firstChild;
@@ -125,28 +103,18 @@ function vdChart(div, options = {}) {
     div.style.height = `${out.height}px`;
     div.data = fig.data; // as on a plotly div: what is drawn, for tests and the console
     div.layout = fig.layout;
-    div.dataset.yscale = frame.log ? "log" : "linear";
-    div.dataset.xrange = frame.x.map((v) => +v.toPrecision(6)).join(",");
   };
-  const local = (event) => {
+  const hover = (event) => {
     const box = host.getBoundingClientRect();
-    return [event.clientX - box.left, event.clientY - box.top];
-  };
-  const inside = ([px, py]) => frame && px >= frame.left && px <= frame.right &&
-    py >= frame.top && py <= frame.bottom;
-  const part = (name) => host.querySelector(name);
-  const hover = (at) => {
-    const hit = inside(at) && drag === null
-      ? (frame.categories ? vdHoverCell(frame, ...at) : vdHoverLine(frame, ...at)) : null;
-    const dot = part(".vd-hover-dot");
-    if (!hit) { tip.style.display = "none"; if (dot) dot.setAttribute("display", "none"); return; }
+    const px = event.clientX - box.left, py = event.clientY - box.top;
+    const inside = frame && frame.categories && px >= frame.left && px <= frame.right &&
+      py >= frame.top && py <= frame.bottom;
+    const hit = inside ? vdHoverCell(frame, px, py) : null;
+    if (!hit) { tip.style.display = "none"; return; }
     tip.textContent = hit.text;
     tip.style.display = "block";
     tip.style.left = `${Math.max(0, Math.min(hit.x + 12, width - tip.offsetWidth - 4))}px`;
     tip.style.top = `${Math.max(0, hit.y - 30)}px`;
-    if (dot && hit.colour) {
-      ["cx", "cy", "fill", "display"].forEach((k, i) => dot.setAttribute(k, [hit.x, hit.y, hit.colour, ""][i]));
-    }
   };
   host.addEventListener("click", (event) => {
     const item = event.target.closest(".vd-legend-item");
@@ -155,42 +123,8 @@ function vdChart(div, options = {}) {
     state.legend.set(item.dataset.group, !vdShown(trace, state.legend));
     draw();
   });
-  host.addEventListener("mousedown", (event) => {
-    const at = local(event);
-    if (inside(at) && !frame.categories) drag = at[0];
-  });
-  host.addEventListener("mousemove", (event) => {
-    const at = local(event), box = part(".vd-zoom-box");
-    if (drag !== null && box) {
-      const a = Math.max(frame.left, Math.min(drag, at[0]));
-      const b = Math.min(frame.right, Math.max(drag, at[0]));
-      box.setAttribute("x", a);
-      box.setAttribute("width", b - a);
-      box.setAttribute("display", "");
-    }
-    hover(at);
-  });
-  const endDrag = (event) => {
-    if (drag === null) return;
-    const from = drag, to = local(event)[0];
-    drag = null;
-    const box = part(".vd-zoom-box");
-    if (box) box.setAttribute("display", "none");
-    if (Math.abs(to - from) < 5 || !frame) return; // a click, not a drag: the SVG stays
-    const a = frame.xOf(Math.max(frame.left, Math.min(from, to)));
-    const b = frame.xOf(Math.min(frame.right, Math.max(from, to)));
-    if (b > a) state.zoom = [a, b];
-    draw();
-    if (b > a && options.onZoom) options.onZoom([a, b], frame.right - frame.left);
-  };
-  host.addEventListener("mouseup", endDrag);
-  host.addEventListener("mouseleave", (event) => { tip.style.display = "none"; endDrag(event); });
-  host.addEventListener("dblclick", () => {
-    const was = state.zoom;
-    state.zoom = null;
-    draw();
-    if (was && options.onZoom) options.onZoom(null, frame ? frame.right - frame.left : 0);
-  });
+  host.addEventListener("mousemove", hover);
+  host.addEventListener("mouseleave", () => { tip.style.display = "none"; });
   // Redrawn at the div's new width, once a frame at most (the height is the chart's own,
   // set on the div: a container's resize can never collapse it).
   let pending = 0;
@@ -205,7 +139,6 @@ function vdChart(div, options = {}) {
   if (resized) resized.observe(div);
   return {
     draw(next) { fig = next; draw(); },
-    zoom() { return state.zoom; },
     purge() { if (resized) resized.disconnect(); host.innerHTML = ""; fig = null; },
   };
 }
@@ -219,14 +152,4 @@ function vdPanelGrid() {
     `grid-template-columns:${row.length > 1 ? "minmax(0,1.35fr) minmax(0,1fr)" : "minmax(0,1fr)"}">` +
     row.map((name) => `<div class="vd-panel vd-panel-${name}" data-panel="${name}"` +
       ` style="width:100%;min-width:0"></div>`).join("") + "</div>").join("");
-}
-
-// A saved page (a report, Dashboard.save): the panels laid out in the element `id`.
-function vdDrawStatic(id, panels) {
-  const grid = document.getElementById(id);
-  if (!grid) return;
-  grid.innerHTML = vdPanelGrid();
-  grid.querySelectorAll(".vd-panel").forEach((div) => {
-    if (panels[div.dataset.panel]) vdChart(div).draw(panels[div.dataset.panel]);
-  });
 }
