@@ -183,6 +183,14 @@ function vdTouch(stage, s) {
   return () => window.removeEventListener("pointerup", up);
 }
 
+// No WebGL here (a locked-down browser, a page without a software fallback): say so and
+// show the static picture the view came with.
+function vdNoWebGL(model, el, ui, err) {
+  ui.status.textContent = ` cannot draw here: WebGL is not available (${err.message}); showing the static picture`;
+  ui.stage.style.display = "none";
+  vdShowFallback(model, el);
+}
+
 function vdLostNote(ui, redraw) {
   const note = vdEl("button", "vd-emb-lost", "this view lost its WebGL context: click to redraw");
   note.addEventListener("click", () => { note.remove(); redraw(); });
