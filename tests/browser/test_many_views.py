@@ -82,7 +82,8 @@ DRAWN_JS = """(live) => {
   const dashSel = live ? '.vd-dash' : '.vd-dashboard';
   // a live line panel is uPlot's: the series it draws with at least one point
   const uplotMarks = (u) => (u ? u.series.filter((s, i) => i && s.show && u.data[i].some((v) => v != null)).length : 0);
-  const charts = live ? '.vd-chart-svg, .vd-chart-uplot' : '.vd-chart-svg, svg.vd-figure-svg';
+  // a saved report draws its line panels on uPlot too (over the twin's pictures it replaces)
+  const charts = live ? '.vd-chart-svg, .vd-chart-uplot' : '.vd-chart-svg, .vd-chart-uplot, svg.vd-figure-svg';
   const dashboards = all(dashSel).filter((d) => d.offsetParent !== null)
     .map((d) => all(charts, d).map(marks));
   const pictures = all('.vd-emb-static img, .vd-batch-static img, .vd-batch-widget img')
