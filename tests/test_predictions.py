@@ -76,3 +76,19 @@ def test_a_class_weighted_model_below_the_majority_rate_is_not_accused():
     y = [0] * 77 + [1] * 23
     pred = [0] * 60 + [1] * 17 + [1] * 18 + [0] * 5
     assert vd.check_predictions(y, pred) == []
+
+
+
+@pytest.mark.parametrize("dtypes", [("Int64", "Int64"), ("Float64", "Int64")])
+def test_scores_with_missing_values_get_a_clear_error(dtypes):
+    """A nullable pandas frame of scores with <NA> cells (found by the property test in
+    CI: numpy's argmax over pd.NA raised 'boolean value of NA is ambiguous')."""
+    import pandas as pd
+
+    truth = pd.Series(["a", "b", "a", "b"])
+    frame = pd.DataFrame({"a": pd.array([1, None, 3, 0], dtype=dtypes[0]),
+                          "b": pd.array([0, 2, None, 4], dtype=dtypes[1])})
+    with pytest.raises(VizdebugError, match="not finite numbers"):
+        vd.check_predictions(truth, frame, labels=["a", "b"])
+    filled = vd.show_predictions(truth, frame.fillna(0), labels=["a", "b"])
+    assert filled.report.accuracy == 1.0  # the same frame without gaps is read as scores

@@ -202,7 +202,7 @@ def _as_predictions(y_pred: Any, truth: np.ndarray, labels: Any = None) -> np.nd
     if arr.ndim == 2 and arr.shape[1] > 1:  # scores per class; named classes: labels names
         named = any(isinstance(v, str) for v in truth.tolist())  # the columns (clf.classes_)
         columns = list(labels) if named and labels is not None and len(labels) == arr.shape[1] else None
-        best = arr.argmax(axis=1).tolist()
+        best = _scores(arr).argmax(axis=1).tolist()
         if columns is not None:
             columns = [c.item() if hasattr(c, "item") else c for c in columns]
             return np.asarray([columns[i] for i in best], dtype=object)
@@ -212,6 +212,21 @@ def _as_predictions(y_pred: Any, truth: np.ndarray, labels: Any = None) -> np.nd
     if flat.dtype.kind == "f" and binary and not np.all(flat == np.round(flat)):
         return np.asarray((flat >= 0.5).astype(np.int64).tolist(), dtype=object)
     return _as_labels(flat, "y_pred")
+
+
+def _scores(arr: np.ndarray) -> np.ndarray:
+    """Scores per class as finite floats, or a clear refusal (a nullable pandas frame's
+    missing values, strings, NaN: no class can be chosen from them)."""
+    try:
+        scores = np.asarray(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        scores = None
+    if scores is None or not np.isfinite(scores).all():
+        raise VizdebugError(
+            f"y_pred has shape {arr.shape} (scores per class) but holds values that are not "
+            "finite numbers (missing, NaN, inf or text); pass finite scores (n, C) or one "
+            "class per sample (n,)")
+    return scores
 
 
 def _classes(truth: np.ndarray, pred: np.ndarray, labels: Any) -> list[Any]:
