@@ -172,6 +172,8 @@ def test_series_compaction_halves_and_keeps_order():
     ({"step": 1.5, "loss": 1.0}, "step must be an int or None, got float"),
     ({"loss": np.zeros(3)}, "loss=.*shape \\(3,\\).*reduce it first"),
     ({"loss": object()}, "loss=.*takes a number"),
+    ({"loss": 1 + 2j}, "loss=.*takes a number"),
+    ({"loss": torch.tensor(1 + 2j)}, "loss=.*takes a real number.*abs\\(\\)"),
 ])
 def test_a_value_that_could_not_be_stored_later_is_refused_at_the_call(kwargs, pattern):
     """Issue 10 item 1: accepted values never crash a later log() (which used to raise

@@ -75,6 +75,11 @@ def _check_tensor(name: str, value: Any) -> Any:
             f"log({name}=...) takes a number or a one-element tensor, got a tensor of "
             f"shape {tuple(value.shape)}; reduce it first, e.g. {name}=t.mean()"
         )
+    if value.is_complex():  # refused like a Python complex: which part to keep is the user's
+        raise VizdebugTypeError(
+            f"log({name}=...) takes a real number, got a complex tensor ({describe(value)}); "
+            f"log the part you mean, e.g. {name}=t.abs() or {name}=t.real"
+        )
     if value.device.type == "meta":
         raise VizdebugTypeError(
             f"log({name}=...) got a meta tensor ({describe(value)}), which holds no value; "
@@ -87,7 +92,7 @@ def _check_tensor(name: str, value: Any) -> Any:
             raise VizdebugTypeError(
                 f"log({name}=...) cannot read a value from {describe(value)}: {exc}"[:400]
             ) from None
-        return number.real if type(number) is complex else number
+        return number
     return value.detach() if value.requires_grad else value
 
 
