@@ -47,7 +47,7 @@ def test_static_html_escapes_user_strings(view: DriftView, monkeypatch: pytest.M
     assert "application/vnd.jupyter.widget-view+json" not in bundle
     assert EVIL not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     # the JSON inside <script> may not close the script element
-    assert page.count("</script>") == 2  # the data block and the app script
+    assert page.count("</script>") == 3  # the app (once per page), the data, its mount
     data = re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', page, re.S).group(1)
     decoded = json.loads(data)
     assert EVIL in [f["feature"] for f in decoded["features"]]
@@ -124,3 +124,18 @@ def test_demo_drift_step_is_quiet_on_clean_data_and_flags_the_broken_augmentatio
     assert clean.drifted == [] and not clean.findings.warnings
     assert {"centroid_row", "centroid_col", "ink_fraction"} <= set(shifted.drifted)
     assert "feature-drift" in findings.codes and "0 of 6 features drifted" in lines[0]
+
+
+def test_a_report_of_several_drift_views_carries_the_explorer_once(view: DriftView, tmp_path) -> None:
+    """Each drift view's saved twin held uPlot and the explorer (~100 KB); a report keeps
+    that block once and every view mounts on it (the page weight of 669fd7e, mended)."""
+    from vizdebug import report
+
+    one = report(view, tmp_path / "one.html").read_text(encoding="utf-8")
+    three = report([view, view, view], tmp_path / "three.html").read_text(encoding="utf-8")
+    assert three.count("vdDriftMount: vdDriftMount") == 1 == one.count("vdDriftMount: vdDriftMount")
+    assert three.count(".vdDriftMount(el,d,null)") == 3
+    from vizdebug.views.drift import _saved_app
+
+    app = len(_saved_app()[0])  # two more views add their data and pictures, not the app
+    assert app > 50_000 and len(three) - len(one) < 2 * (len(one) - app) + 2_000

@@ -14,6 +14,7 @@ specs, ``drift.js``: the app), because an anywidget ESM is one module string.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..analysis.drift.compare import DriftOptions, DriftResult, analyze_drift
 from ..analysis.drift.findings import format_p
 from ..findings import findings_html
-from ._base import View, live_esm, script_json
+from ._base import View, live_esm, once_per_page, script_json
 from ._display import shown_where_called
 from ._drift_figure import overlay_figure
 from ._plotly_export import plotly_go
@@ -56,6 +57,19 @@ def _js_source() -> str:
     css = json.dumps((here / _CSS_FILE).read_text(encoding="utf-8"))
     return "\n".join([f"const VD_UPLOT_CSS = {css};",
                       *((here / name).read_text(encoding="utf-8") for name in _JS_FILES)])
+
+
+@cache
+def _saved_app() -> tuple[str, str]:
+    """A saved page's explorer (the charts, uPlot and the drift app) in one function's
+    scope, as (a script block, its entry point's name): a report of several drift views
+    keeps the block once (``once_per_page``: uPlot and the app ~100 KB once, not per
+    view), and a copy that stays (fragments joined by hand) defines nothing twice."""
+    code = _js_source()
+    key = "drift" + hashlib.sha1(code.encode("utf-8")).hexdigest()[:10]  # one per version
+    block = (f"<script>if(!window.vd_{key})(function(){{\n{code}\n"
+             f"window.vd_{key} = {{ vdDriftMount: vdDriftMount }};\n}})();</script>")
+    return once_per_page(key, block), f"vd_{key}"
 
 
 def _to_json(data: Any) -> str:
@@ -190,9 +204,10 @@ class DriftView(View):
             f"{self._findings_html()}"
             f'<div id="{div_id}" class="vd-drift-app">{self._table_html()}{self._static_overlays()}</div>'
             f'<script type="application/json" id="{div_id}-data">{_to_json(self.data())}</script>'
-            f"<script>(function(){{{_js_source()}\nvar el=document.getElementById('{div_id}');"
+            f"{_saved_app()[0]}<script>(function(){{var app=window.{_saved_app()[1]};"
+            f"if(!app)return;var el=document.getElementById('{div_id}');"
             f"var d=JSON.parse(document.getElementById('{div_id}-data').textContent);"
-            f"vdDriftMount(el,d,null);}})();</script>"
+            f"app.vdDriftMount(el,d,null);}})();</script>"
         )
 
     def _table_html(self) -> str:
